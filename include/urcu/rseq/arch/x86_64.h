@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * urcu/rseq/arch/x86_64.h - the operations of urcu/rseq/ops.h in x86_64
+ * assembly. Semantics: the pseudocode in urcu/rseq/ops.h.
+ *
+ * Layout of every section (numeric labels are local to one asm statement):
+ *   3: descriptor in __rseq_cs: start 1f, length 2f - 1f, abort 4f
+ *   store &3b in rseq_cs, then
+ *   1: compare the index field of the area with the caller's index
+ *      ...loads, comparisons, speculative stores...
+ *      commit store
+ *   2: (post-commit)
+ *   4: in __rseq_failure, right after the signature: jump to the C label
+ *      "abort".
+ * The kernel sets rseq_cs back to 0 when it aborts or when it finds the
+ * instruction pointer outside the section, so it is never cleared here.
+ */
+#ifndef _URCU_RSEQ_ARCH_X86_64_H
+#define _URCU_RSEQ_ARCH_X86_64_H
+
+#define URCU_RSEQ_ARCH_HAS_CS 1
+
+#define _URCU_RSEQ_STR_(x) #x
+#define _URCU_RSEQ_STR(x) _URCU_RSEQ_STR_(x)
+
+#define _URCU_RSEQ_CS_BEGIN(field)					\
+	".pushsection __rseq_cs, \"aw\"\n\t"				\
+	".balign 32\n\t"						\
+	"3:\n\t"							\
+	".long 0x0, 0x0\n\t"						\
+	".quad 1f, (2f - 1f), 4f\n\t"					\
+	".popsection\n\t"						\
+	".pushsection __rseq_cs_ptr_array, \"aw\"\n\t"			\
+	".quad 3b\n\t"							\
+	".popsection\n\t"						\
+	"leaq 3b(%%rip), %%rax\n\t"					\
+	"movq %%rax, " _URCU_RSEQ_STR(URCU_RSEQ_OFF_RSEQ_CS) "(%[rs])\n\t" \
+	"1:\n\t"							\
+	"cmpl %[idx], " _URCU_RSEQ_STR(field) "(%[rs])\n\t"		\
+	"jnz 4f\n\t"
+
+#define _URCU_RSEQ_CS_END						\
+	"2:\n\t"							\
+	".pushsection __rseq_failure, \"ax\"\n\t"			\
+	/* ud1 <sig>(%rip), %edi: traps if ever executed. */		\
+	".byte 0x0f, 0xb9, 0x3d\n\t"					\
+	".long " _URCU_RSEQ_STR(URCU_RSEQ_SIG) "\n\t"			\
+	"4:\n\t"							\
+	"jmp %l[abort]\n\t"						\
+	".popsection\n\t"
+
+#if URCU_RSEQ_FI_ENABLED
+#define _URCU_RSEQ_INJECT						\
+	"movl %[fi], %%ecx\n\t"						\
+	"5: testl %%ecx, %%ecx\n\t"					\
+	"jz 6f\n\t"							\
+	"pause\n\t"							\
+	"decl %%ecx\n\t"						\
+	"jmp 5b\n\t"							\
+	"6:\n\t"
+#define _URCU_RSEQ_FI_IN , [fi] "m" (urcu_rseq_fi_loops)
+#define _URCU_RSEQ_FI_CLOBBER , "rcx"
+#else
+#define _URCU_RSEQ_INJECT
+#define _URCU_RSEQ_FI_IN
+#define _URCU_RSEQ_FI_CLOBBER
+#endif
+
+#define _URCU_RSEQ_DEFINE_OPS(suffix, field)				\
+static inline int _urcu_rseq_cmpeqv_storev_##suffix(			\
+		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expect,	\
+		intptr_t newv, int idx)					\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_BEGIN(field)				\
+		"cmpq %[v], %[expect]\n\t"				\
+		"jnz %l[cmpfail]\n\t"					\
+		_URCU_RSEQ_INJECT					\
+		"movq %[newv], %[v]\n\t"				\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [idx] "r" (idx), [v] "m" (*v),		\
+		  [expect] "r" (expect), [newv] "r" (newv)		\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail);					\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
+}									\
+									\
+static inline int _urcu_rseq_cmpeqv_cmpeqv_storev_##suffix(		\
+		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expect,	\
+		intptr_t *v2, intptr_t expect2, intptr_t newv, int idx)	\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_BEGIN(field)				\
+		"cmpq %[v], %[expect]\n\t"				\
+		"jnz %l[cmpfail]\n\t"					\
+		"cmpq %[v2], %[expect2]\n\t"				\
+		"jnz %l[cmpfail]\n\t"					\
+		_URCU_RSEQ_INJECT					\
+		"movq %[newv], %[v]\n\t"				\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [idx] "r" (idx), [v] "m" (*v),		\
+		  [expect] "r" (expect), [v2] "m" (*v2),		\
+		  [expect2] "r" (expect2), [newv] "r" (newv)		\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail);					\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
+}									\
+									\
+static inline int _urcu_rseq_cmpnev_storeoffp_load_##suffix(		\
+		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expectnot, \
+		long voffp, intptr_t *load, int idx)			\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_BEGIN(field)				\
+		"movq %[v], %%rax\n\t"					\
+		"cmpq %%rax, %[expectnot]\n\t"				\
+		"je %l[cmpfail]\n\t"					\
+		"movq %%rax, %[load]\n\t"				\
+		"addq %[voffp], %%rax\n\t"				\
+		"movq (%%rax), %%rax\n\t"				\
+		_URCU_RSEQ_INJECT					\
+		"movq %%rax, %[v]\n\t"					\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [idx] "r" (idx), [v] "m" (*v),		\
+		  [expectnot] "r" (expectnot), [voffp] "er" (voffp),	\
+		  [load] "m" (*load)					\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail);					\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
+}									\
+									\
+static inline int _urcu_rseq_addv_##suffix(struct urcu_rseq_abi *rs,	\
+		intptr_t *v, intptr_t count, int idx)			\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_BEGIN(field)				\
+		_URCU_RSEQ_INJECT					\
+		"addq %[count], %[v]\n\t"				\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [idx] "r" (idx), [v] "m" (*v),		\
+		  [count] "er" (count)					\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort);						\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+}									\
+									\
+static inline int _urcu_rseq_deref_addv_##suffix(			\
+		struct urcu_rseq_abi *rs, void *const *ptrp, long off,	\
+		intptr_t count, int idx)				\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_BEGIN(field)				\
+		"movq %[ptrp], %%rax\n\t"				\
+		"addq %[off], %%rax\n\t"				\
+		_URCU_RSEQ_INJECT					\
+		"addq %[count], (%%rax)\n\t"				\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [idx] "r" (idx), [ptrp] "m" (*ptrp),	\
+		  [off] "er" (off), [count] "er" (count)		\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort);						\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+}									\
+									\
+static inline int _urcu_rseq_cmpeqv_trystorev_storev_##suffix(		\
+		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expect,	\
+		intptr_t *v2, intptr_t newv2, intptr_t newv, int idx)	\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_BEGIN(field)				\
+		"cmpq %[v], %[expect]\n\t"				\
+		"jnz %l[cmpfail]\n\t"					\
+		"movq %[newv2], %[v2]\n\t"				\
+		_URCU_RSEQ_INJECT					\
+		"movq %[newv], %[v]\n\t"				\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [idx] "r" (idx), [v] "m" (*v),		\
+		  [expect] "r" (expect), [v2] "m" (*v2),		\
+		  [newv2] "r" (newv2), [newv] "r" (newv)		\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail);					\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
+}
+
+_URCU_RSEQ_DEFINE_OPS(cpu, URCU_RSEQ_OFF_CPU_ID)
+_URCU_RSEQ_DEFINE_OPS(mm_cid, URCU_RSEQ_OFF_MM_CID)
+
+#endif /* _URCU_RSEQ_ARCH_X86_64_H */
