@@ -110,6 +110,33 @@ static inline void urcu_rseq_backoff_reset(struct urcu_rseq_backoff *b)
 	b->step = 0;
 }
 
+/*
+ * Fault injection (configure --enable-fault-injection): slow-path
+ * protocols call urcu_rseq_fi_point() between their atomic steps; with
+ * URCU_RSEQ_FI_LOOPS=N in the environment it spins N pauses and now and then
+ * yields the CPU, so that other threads run inside the window. Compiles to
+ * nothing otherwise.
+ */
+#ifdef URCU_RSEQ_FAULT_INJECTION
+static inline void urcu_rseq_fi_point(void)
+{
+	static __thread unsigned int seed = 1;
+	int i, n = CMM_LOAD_SHARED(urcu_rseq_fi_loops);
+
+	if (caa_likely(n <= 0))
+		return;
+	for (i = 0; i < n; i++)
+		caa_cpu_relax();
+	seed = seed * 1103515245U + 12345U;
+	if ((seed >> 16) % 8 == 0)
+		sched_yield();
+}
+#else
+static inline void urcu_rseq_fi_point(void)
+{
+}
+#endif
+
 /* Time arithmetic. */
 #define URCU_RSEQ_NSEC_PER_SEC	1000000000LL
 
