@@ -318,7 +318,8 @@ static unsigned int feature_size(void)
 	return size ? (unsigned int) size : 20;
 }
 
-static void __attribute__((constructor)) urcu_rseq_init(void)
+/* Before the other constructors of the library, which may use the area. */
+static void __attribute__((constructor(101))) urcu_rseq_thread_layer_init(void)
 {
 	unsigned int feat = feature_size(), reg_len;
 	unsigned long align = getauxval(AT_RSEQ_ALIGN);
