@@ -17,7 +17,7 @@ for arg in "$@"; do
 	case $arg in
 	--vm) packages="$packages $vm_packages" ;;
 	-h|--help)
-		sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,8p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0 ;;
 	*) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
 	esac
