@@ -13,7 +13,7 @@
  * CPU, unlock[p] counts the matching read_unlock() calls, which run on
  * whichever CPU the thread has migrated to. Only the totals over all CPUs
  * mean anything. Threads that cannot run rseq critical sections count with
- * atomic additions on one extra slot (index urcu_rseq_gp.nr_cpus), never on
+ * atomic additions on one extra slot (index -1 of urcu_rseq_gp.cpus), never on
  * the per-CPU slots, which rseq threads update with plain stores.
  *
  * Who may call what: read_lock/unlock/ongoing from any thread, at any time,
@@ -50,7 +50,7 @@ struct urcu_rseq_gp_cpu {
  */
 struct urcu_rseq_gp {
 	unsigned long period;		/* readers count in period & 1 */
-	struct urcu_rseq_gp_cpu *cpus;	/* nr_cpus + 1 slots; NULL before init */
+	struct urcu_rseq_gp_cpu *cpus;	/* slots -1 (fallback) .. nr_cpus - 1 */
 	int nr_cpus;
 	int has_membarrier;		/* 0: readers issue full barriers */
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
@@ -109,7 +109,7 @@ static inline void _urcu_rseq_count(struct urcu_rseq_gp_cpu *cpus,
 				== URCU_RSEQ_COMMITTED))
 			return;
 	}
-	uatomic_add((intptr_t *) &cpus[urcu_rseq_gp.nr_cpus] + word, 1);
+	uatomic_add((intptr_t *) &cpus[-1] + word, 1);
 }
 
 static inline void _urcu_rseq_read_lock(void)
