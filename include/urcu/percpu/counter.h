@@ -119,8 +119,15 @@ URCU_RSEQ_API void urcu_percpu_counter_add_slow(struct urcu_percpu_counter *c,
 URCU_RSEQ_API int urcu_percpu_counter_is_atomic(
 		const struct urcu_percpu_counter *c);
 
-static inline void urcu_percpu_counter_add(struct urcu_percpu_counter *c,
-		intptr_t v)
+/* Inlined even where the compiler's size heuristics would call it. */
+#if defined(__GNUC__)
+#define URCU_PERCPU_COUNTER_INLINE	inline __attribute__((always_inline))
+#else
+#define URCU_PERCPU_COUNTER_INLINE	inline
+#endif
+
+static URCU_PERCPU_COUNTER_INLINE void urcu_percpu_counter_add(
+		struct urcu_percpu_counter *c, intptr_t v)
 {
 	int mode = c->mode;
 
@@ -140,7 +147,8 @@ static inline void urcu_percpu_counter_add(struct urcu_percpu_counter *c,
 	urcu_percpu_counter_add_slow(c, v);
 }
 
-static inline void urcu_percpu_counter_inc(struct urcu_percpu_counter *c)
+static URCU_PERCPU_COUNTER_INLINE void urcu_percpu_counter_inc(
+		struct urcu_percpu_counter *c)
 {
 	urcu_percpu_counter_add(c, 1);
 }
