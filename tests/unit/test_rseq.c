@@ -380,6 +380,10 @@ static void test_fork(void)
 		intptr_t v = 0;
 		int idx, r;
 
+		if (!urcu_rseq_available()) {
+			/* Fallbacks only: the child still gets a valid CPU. */
+			_exit(urcu_rseq_cpu() >= 0 ? 0 : 1);
+		}
 		r = RSEQ_RETRY(URCU_RSEQ_INDEX_CPU, idx,
 			urcu_rseq_addv(URCU_RSEQ_INDEX_CPU, &v, 1, idx));
 		_exit(urcu_rseq_fence() == 0 && r == URCU_RSEQ_COMMITTED
@@ -396,11 +400,14 @@ int main(void)
 
 	nr_cpus = urcu_rseq_nr_cpus();
 	plan_no_plan();
-	if (!urcu_rseq_available() || !urcu_rseq_fence_available()) {
-		diag("rseq or the RSEQ fence unavailable here: fallback paths only");
-		ok(urcu_rseq_cpu() >= 0, "urcu_rseq_cpu() valid without rseq");
-		ok(urcu_rseq_index(URCU_RSEQ_INDEX_CPU) == -1
-			|| urcu_rseq_available(), "index -1 without rseq");
+	if (!urcu_rseq_available()) {
+		diag("rseq unavailable here: fallback paths only");
+		ok(urcu_rseq_cpu() >= 0 && urcu_rseq_cpu() < nr_cpus,
+			"urcu_rseq_cpu() valid without rseq");
+		ok(urcu_rseq_index(URCU_RSEQ_INDEX_CPU) == -1,
+			"index -1 without rseq");
+		ok(urcu_rseq_mm_cid() == -1, "mm_cid -1 without rseq");
+		test_fork();
 		return exit_status();
 	}
 	test_registration();
@@ -411,6 +418,16 @@ int main(void)
 		test_ops(URCU_RSEQ_INDEX_MM_CID, "mm_cid");
 	test_ops_stress(URCU_RSEQ_INDEX_CPU, "cpu");
 	test_ops_stress(urcu_rseq_index_mode(URCU_RSEQ_INDEX_MM_CID), "mm_cid");
+	if (!urcu_rseq_fence_available()) {
+		diag("the RSEQ fence is unavailable here");
+		errno = 0;
+		ok(urcu_rseq_fence() == -1 && errno != 0,
+			"the fence reports a clear error (%s)", strerror(errno));
+		errno = 0;
+		ok(urcu_rseq_fence_cpu(0) == -1 && errno != 0,
+			"fence_cpu reports a clear error");
+		return exit_status();
+	}
 	test_fence(rounds);
 	test_fence_cpu();
 	test_fork();
