@@ -131,6 +131,11 @@ void urcu_ec_init(struct urcu_ec *ec)
 	ec->word = 0;
 }
 
+/* Bit 1 of the word: a consumer sleeps (or is about to) on the futex. */
+#define URCU_EC_SLEEPING	2
+#define URCU_EC_FLAGS		(URCU_EC_WAITERS | URCU_EC_SLEEPING)
+#define URCU_EC_ONE		4	/* the count lives in bits 2-31 */
+
 uint32_t urcu_ec_prepare(struct urcu_ec *ec)
 {
 	int32_t w = CMM_LOAD_SHARED(ec->word), cur;
@@ -143,10 +148,10 @@ uint32_t urcu_ec_prepare(struct urcu_ec *ec)
 	}
 	/*
 	 * The flag is visible before the caller reads its condition. Pairs
-	 * with the barrier in urcu_ec_notify().
+	 * with the fence in urcu_ec_notify().
 	 */
 	cmm_smp_mb();
-	return (uint32_t) w & ~(uint32_t) URCU_EC_WAITERS;
+	return (uint32_t) w & ~(uint32_t) URCU_EC_FLAGS;
 }
 
 void urcu_ec_notify_slow(struct urcu_ec *ec)
@@ -154,14 +159,18 @@ void urcu_ec_notify_slow(struct urcu_ec *ec)
 	int32_t w = CMM_LOAD_SHARED(ec->word), cur;
 
 	/*
-	 * An odd word plus one clears the flag and counts the notify. If a
-	 * concurrent notify cleared the flag first, its wake covers us.
+	 * Clear both flags and count the notify in one CAS; the futex wake
+	 * only if a consumer announced it sleeps. If a concurrent notify
+	 * cleared the flags first, its count and wake cover us.
 	 */
 	while (w & URCU_EC_WAITERS) {
-		cur = uatomic_cmpxchg(&ec->word, w, w + 1);
+		cur = uatomic_cmpxchg(&ec->word, w,
+				(int32_t) (((uint32_t) w & ~(uint32_t) URCU_EC_FLAGS)
+					+ URCU_EC_ONE));
 		if (cur == w) {
 			urcu_rseq_fi_point();
-			urcu_rseq_futex_wake(&ec->word, INT_MAX);
+			if (w & URCU_EC_SLEEPING)
+				urcu_rseq_futex_wake(&ec->word, INT_MAX);
 			return;
 		}
 		w = cur;
@@ -171,26 +180,34 @@ void urcu_ec_notify_slow(struct urcu_ec *ec)
 int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 		const struct timespec *abstime)
 {
-	int32_t expect = (int32_t) (key | URCU_EC_WAITERS);
+	int32_t prepared = (int32_t) (key | URCU_EC_WAITERS);
+	int32_t sleeping = (int32_t) (key | URCU_EC_FLAGS);
 	enum urcu_wait_spin_result spin;
 	int64_t start;
+	int32_t w;
 	int ret;
 
 	if (!ec || (abstime && !urcu_rseq_ts_valid(abstime)))
 		return EINVAL;
-	spin = urcu_wait_spin(&ec->word, expect, CLOCK_MONOTONIC, abstime,
+	spin = urcu_wait_spin(&ec->word, prepared, CLOCK_MONOTONIC, abstime,
 			&start);
-	if (spin == URCU_WAIT_SPIN_CHANGED) {
+	w = CMM_LOAD_SHARED(ec->word);
+	if (spin == URCU_WAIT_SPIN_CHANGED && w != sleeping) {
 		urcu_wait_adapt(start, false);
 		goto out;
 	}
 	if (spin == URCU_WAIT_SPIN_DEADLINE)
 		return ETIMEDOUT;
 	urcu_wait_adapt(start, true);
+	/* Announce the sleep, so that the next notify issues the wake. */
+	if (w == prepared)
+		w = uatomic_cmpxchg(&ec->word, prepared, sleeping);
+	if (w != prepared && w != sleeping)
+		goto out;
 	for (;;) {
-		ret = urcu_rseq_futex_wait(&ec->word, expect, CLOCK_MONOTONIC,
+		ret = urcu_rseq_futex_wait(&ec->word, sleeping, CLOCK_MONOTONIC,
 				abstime);
-		if (CMM_LOAD_SHARED(ec->word) != expect)
+		if (CMM_LOAD_SHARED(ec->word) != sleeping)
 			break;
 		if (ret == ETIMEDOUT
 				|| (abstime && urcu_rseq_ts_passed(CLOCK_MONOTONIC,

@@ -22,7 +22,8 @@
 #define WAIT_SPIN_MIN_NS	500
 #define WAIT_SPIN_INIT_NS	8000
 #define WAIT_SPIN_MAX_NS	40000
-#define WAIT_SPIN_YIELD_NS	4000	/* give the CPU away this often while spinning */
+#define WAIT_SPIN_YIELD_NS	2000	/* give the CPU away this often while spinning */
+#define WAIT_SPIN_YIELD_BUSY_NS	3000	/* a yield this long ran another thread */
 #define WAIT_SPIN_CHECK_MASK	31	/* read the clock every 32 pauses */
 
 static __thread int64_t wait_spin_budget_ns = WAIT_SPIN_INIT_NS;
@@ -55,7 +56,14 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		 */
 		if (now - last_yield >= WAIT_SPIN_YIELD_NS) {
 			sched_yield();
-			last_yield = now;
+			last_yield = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+			/*
+			 * A yield that took long ran another thread here: we
+			 * compete for this CPU, so spinning costs someone
+			 * else's progress. Sleep instead.
+			 */
+			if (last_yield - now >= WAIT_SPIN_YIELD_BUSY_NS)
+				return URCU_WAIT_SPIN_EXHAUSTED;
 		}
 	}
 }

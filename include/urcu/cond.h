@@ -44,16 +44,17 @@
  *		urcu_ec_wait(&ec, key, NULL);
  *
  * The event count is one 32-bit word: bit 0 says "a consumer prepared since
- * the last notify", bits 1-31 count the notifies that found that bit set.
- * urcu_ec_prepare() sets the bit (an atomic operation unless it is set
- * already); urcu_ec_notify() is a full fence and one load when the bit is
- * clear (no store: nobody prepared), else it clears the bit and increments
- * the count in one CAS and wakes every futex sleeper. urcu_ec_wait() returns
- * as soon as the word differs from what prepare left. Prepare and notify
- * are full barriers; a consumer that prepared before a notify sees all the
- * producer did before the notify once urcu_ec_wait() returns. A consumer
- * that is preempted between prepare and wait for 2^31 notifies may miss one
- * (the count wraps).
+ * the last notify", bit 1 "a consumer sleeps on the futex", bits 2-31 count
+ * the notifies that found bit 0 set. urcu_ec_prepare() sets bit 0 (an
+ * atomic operation unless it is set already); urcu_ec_notify() is a full
+ * fence and one load when bit 0 is clear (no store: nobody prepared), else
+ * it clears both bits and increments the count in one CAS, and issues the
+ * futex wake only if bit 1 was set (consumers still spinning cost no system
+ * call). urcu_ec_wait() returns as soon as the count differs from @key.
+ * Prepare and notify are full barriers; a consumer that prepared before a
+ * notify sees all the producer did before the notify once urcu_ec_wait()
+ * returns. A consumer that is preempted between prepare and wait for 2^30
+ * notifies may miss one (the count wraps).
  */
 #ifndef _URCU_COND_H
 #define _URCU_COND_H
@@ -128,6 +129,19 @@ URCU_RSEQ_API int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 		const struct timespec *abstime);
 URCU_RSEQ_API void urcu_ec_notify_slow(struct urcu_ec *ec);
 
+/*
+ * A full fence that stores to nothing shared: on x86-64 a locked add of 0
+ * to the stack, cheaper than mfence.
+ */
+static inline void urcu_ec_fence(void)
+{
+#if defined(__x86_64__)
+	__asm__ __volatile__ ("lock; addl $0,0(%%rsp)" : : : "memory", "cc");
+#else
+	cmm_smp_mb();
+#endif
+}
+
 /* Wake every consumer that prepared; cheap when none did. */
 static inline void urcu_ec_notify(struct urcu_ec *ec)
 {
@@ -135,7 +149,7 @@ static inline void urcu_ec_notify(struct urcu_ec *ec)
 	 * Orders the producer's publication before the load of the flag.
 	 * Pairs with the full barrier in urcu_ec_prepare().
 	 */
-	cmm_smp_mb();
+	urcu_ec_fence();
 	if (caa_unlikely(CMM_LOAD_SHARED(ec->word) & URCU_EC_WAITERS))
 		urcu_ec_notify_slow(ec);
 }
