@@ -192,13 +192,10 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 	spin = urcu_wait_spin(&ec->word, prepared, CLOCK_MONOTONIC, abstime,
 			&start);
 	w = CMM_LOAD_SHARED(ec->word);
-	if (spin == URCU_WAIT_SPIN_CHANGED && w != sleeping) {
-		urcu_wait_adapt(start, false);
+	if (spin == URCU_WAIT_SPIN_CHANGED && w != sleeping)
 		goto out;
-	}
 	if (spin == URCU_WAIT_SPIN_DEADLINE)
 		return ETIMEDOUT;
-	urcu_wait_adapt(start, true);
 	/* Announce the sleep, so that the next notify issues the wake. */
 	if (w == prepared)
 		w = uatomic_cmpxchg(&ec->word, prepared, sleeping);
@@ -215,6 +212,7 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 			return ETIMEDOUT;
 	}
 out:
+	urcu_wait_adapt(start);
 	/* Pairs with the CAS (full barrier) in urcu_ec_notify_slow(). */
 	cmm_smp_mb();
 	return 0;

@@ -12,12 +12,13 @@
 #include "wait-internal.h"
 
 /*
- * Adaptive spin budget, per thread, in nanoseconds. A wait that ended while
- * spinning after t ns raises the budget to 4t (so waits of that length keep
- * ending in the spin); a wait that had to sleep halves it, so that a thread
- * whose partner is not running (oversubscription) quickly stops spinning
- * and gives the CPU away. The floor keeps a little spinning so short waits
- * are noticed again and the budget can regrow.
+ * Adaptive spin budget, per thread, in nanoseconds. After each wait that
+ * ended with a wake-up, the budget moves a quarter of the way towards twice
+ * that wait's total duration (spin and sleep): a budget that covers the
+ * waits seen lately ends the next ones in the spin, without a futex on
+ * either side. A wait longer than the cap halves the budget: spinning would
+ * not have helped. Whether spinning steals the CPU from the thread we wait
+ * for is judged separately, in the spin loop, by timing sched_yield().
  */
 #define WAIT_SPIN_MIN_NS	500
 #define WAIT_SPIN_INIT_NS	8000
@@ -68,19 +69,19 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 	}
 }
 
-void urcu_wait_adapt(int64_t start_ns, bool slept)
+void urcu_wait_adapt(int64_t start_ns)
 {
-	int64_t b = wait_spin_budget_ns, t;
+	int64_t b = wait_spin_budget_ns;
+	int64_t t = urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns;
 
-	if (slept) {
+	if (t > WAIT_SPIN_MAX_NS)
 		b /= 2;
-		if (b < WAIT_SPIN_MIN_NS)
-			b = WAIT_SPIN_MIN_NS;
-	} else {
-		t = 4 * (urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns);
-		if (t > b)
-			b = t < WAIT_SPIN_MAX_NS ? t : WAIT_SPIN_MAX_NS;
-	}
+	else
+		b += (2 * t - b) / 4;
+	if (b < WAIT_SPIN_MIN_NS)
+		b = WAIT_SPIN_MIN_NS;
+	if (b > WAIT_SPIN_MAX_NS)
+		b = WAIT_SPIN_MAX_NS;
 	wait_spin_budget_ns = b;
 }
 
@@ -300,7 +301,6 @@ int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
 	spin = urcu_wait_spin(&n->state, URCU_WAIT_WAITING, clock, abstime,
 			&start);
 	if (spin == URCU_WAIT_SPIN_CHANGED) {
-		urcu_wait_adapt(start, false);
 		s = wait_teardown(n);
 		goto woken;
 	}
@@ -310,8 +310,6 @@ int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
 			goto timedout;
 		goto woken;
 	}
-	urcu_wait_adapt(start, true);
-
 	/* Announce the sleep, so that the waker issues the futex wake. */
 	s = uatomic_cmpxchg(&n->state, URCU_WAIT_WAITING, URCU_WAIT_SLEEPING);
 	if (s != URCU_WAIT_WAITING) {
@@ -337,6 +335,7 @@ int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
 	}
 
 woken:
+	urcu_wait_adapt(start);
 	*chain = chain_of(n, s);
 	urcu_wait_node_init(n);
 	return 0;
