@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * tests/benchmark/bench.h - the one harness every benchmark uses, so that
+ * reports compose: same warm-up, same thread placement, same row.
+ *
+ * A benchmark program declares groups. A group is a baseline (the thing a
+ * primitive replaces, e.g. atomic_fetch_add or pthread_mutex) followed by
+ * the cases compared to it, all run at each of a list of thread counts.
+ * For each case the harness runs @threads threads that call
+ * op(arg, n) in batches (n doubles until a batch takes about 20 us) for a
+ * fixed time (URCU_RSEQ_BENCH_MS, default 150 ms) after one warm-up run,
+ * repeats that URCU_RSEQ_BENCH_REPS times (default 5; BENCH_FULL=1: 1 s
+ * and 11 repetitions) and keeps the median of each metric:
+ *
+ *	ns/op      wall time * threads / operations (cost per op per thread)
+ *	ops/s      operations of all threads per second of wall time
+ *	cpu-ns/op  user + system CPU time of the process / operations
+ *	ratio      baseline ns/op / this case's ns/op at the same thread
+ *	           count in the same run (> 1: faster than the baseline)
+ *
+ * Threads are pinned round-robin over the CPUs the process may use
+ * (URCU_RSEQ_BENCH_PIN=none, or --pin=none, leaves placement to the
+ * scheduler). URCU_RSEQ_BENCH_ITERS=N runs N operations per thread per
+ * repetition instead of a fixed time.
+ *
+ * Output: one row per case on stdout, `name threads ns/op ratio ops/s
+ * cpu-ns/op`; progress on stderr; and, when URCU_RSEQ_BENCH_TSV names a
+ * file, one tab-separated line per case appended to it (header written
+ * when the file is empty): program group case baseline threads ns_op
+ * ratio ops_s cpu_ns_op reps ms pin.
+ */
+#ifndef URCU_RSEQ_TESTS_BENCH_H
+#define URCU_RSEQ_TESTS_BENCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Perform @iters operations. Called in a loop until the run ends. */
+typedef void (*bench_op_fn)(void *arg, uint64_t iters);
+
+/* One row template: what a group runs at each thread count. */
+struct bench_def {
+	const char *name;
+	bench_op_fn op;
+	void *arg;
+	/* Optional: before each run (warm-up or repetition); non-zero skips the case. */
+	int (*setup)(void *arg, unsigned int threads);
+	/* Optional: after each run, once every thread has stopped. */
+	void (*teardown)(void *arg);
+	/* Optional: the argument op() gets in thread @id (default: @arg). */
+	void *(*thread_arg)(void *arg, unsigned int id);
+};
+
+/* One measured row; bench_group() makes these from bench_defs. */
+struct bench_case {
+	const char *group;
+	const char *name;
+	const char *baseline;		/* NULL or "": this row is a baseline */
+	unsigned int threads;
+	struct bench_def def;		/* def.name is ignored */
+};
+
+struct bench;
+
+/* Thread counts end with 0; BENCH_CPUS stands for every usable CPU. */
+#define BENCH_CPUS		(~0U)
+#define BENCH_THREADS(...)	((const unsigned int[]) { __VA_ARGS__, 0 })
+
+/* Read the options (--list, --pin=rr|none, name filters) and environment. */
+struct bench *bench_init(const char *program, int argc, char **argv);
+/*
+ * Add @nr_defs defs as group @group: defs[0] is the baseline of the others.
+ * Rows are ordered by thread count, baseline first at each.
+ */
+void bench_group(struct bench *b, const char *group,
+		const unsigned int *threads, const struct bench_def *defs,
+		unsigned int nr_defs);
+#define BENCH_GROUP(b, group, threads, defs)				\
+	bench_group(b, group, threads, defs, sizeof(defs) / sizeof((defs)[0]))
+/* Add one row; its baseline must have been added before it. */
+void bench_add(struct bench *b, const struct bench_case *c);
+/* Run every row, print it, free @b; returns the exit status for main(). */
+int bench_run(struct bench *b);
+
+/* CPUs the process may run on. */
+unsigned int bench_nr_cpus(void);
+
+/* Keep the compiler from dropping or hoisting a benchmarked computation. */
+#define bench_keep(x)		__asm__ __volatile__("" : : "g"(x) : "memory")
+#define bench_clobber()		__asm__ __volatile__("" : : : "memory")
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* URCU_RSEQ_TESTS_BENCH_H */
