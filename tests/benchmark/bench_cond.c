@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Benchmarks of wait-stacks, urcu_cond and event counts against
- * pthread_cond and Concurrency Kit's ck_ec, on the same run:
- * - ping-pong round trip, 2 threads on 2 CPUs: urcu_cond, urcu_wait vs
- *   pthread_cond;
- * - 4 ping-pong pairs on 2 CPUs (oversubscribed) vs pthread_cond;
- * - thread-pool dispatch, 1 producer and N workers, ~1 us tasks, N = 2, 8,
- *   32: ns per task, urcu_cond pool vs pthread_mutex + pthread_cond pool;
- * - broadcast to 64 waiters: time until the last one runs;
- * - event counts: ping-pong round trip and notify without waiters, vs ck_ec.
- * BENCH_FULL=1 runs ten times as many operations.
+ * pthread_cond and Concurrency Kit's ck_ec, through the shared harness.
+ * Hand-off workloads have two roles: the harness threads are the
+ * initiators (their ops are what is timed), and setup() starts the other
+ * role (responders, pool workers, broadcast waiters), teardown() stops it.
+ * - pingpong: one op is a round trip; 1 pair on 2 CPUs, 4 pairs on 2 CPUs
+ *   (oversubscribed): urcu_cond, urcu_wait vs pthread_cond;
+ * - pool: one op is a ~1 us task handed by the producer to N = 2, 8, 32
+ *   workers through a bounded queue: urcu_cond vs pthread_mutex +
+ *   pthread_cond (ns/op is the inverse of tasks per second);
+ * - broadcast64: one op is a broadcast to 64 waiters until the last has
+ *   run, and their return to waiting;
+ * - ec: event-count round trip and notify without waiters, vs ck_ec.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,65 +32,7 @@
 #include <ck_ec.h>
 #endif
 
-/*
- * The shared harness (tests/benchmark/bench.h) had not landed when this was
- * written: the few lines below measure the same way it is specified to
- * (warm-up, 5 repetitions, median, baseline from the same run, one row
- * "name threads ns/op ratio") and are to be replaced by it.
- */
-#define BENCH_REPS	5
-
-static int bench_nr_cpus(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n > 0 ? (int) n : 1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *) a, y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
-typedef double (*bench_fn)(const void *cfg);
-
-static double bench_median(bench_fn fn, const void *cfg)
-{
-	double r[BENCH_REPS];
-	int i;
-
-	(void) fn(cfg);	/* warm-up */
-	for (i = 0; i < BENCH_REPS; i++)
-		r[i] = fn(cfg);
-	qsort(r, BENCH_REPS, sizeof(r[0]), cmp_double);
-	return r[BENCH_REPS / 2];
-}
-
-/* One row; @baseline 0 prints the baseline row itself. */
-static double bench_row(const char *name, int threads, bench_fn fn,
-		const void *cfg, double baseline)
-{
-	double v = bench_median(fn, cfg);
-
-	if (baseline > 0)
-		printf("%-40s %4d %12.1f %8.3f\n", name, threads, v, v / baseline);
-	else
-		printf("%-40s %4d %12.1f %8s\n", name, threads, v, "base");
-	fflush(stdout);
-	return v;
-}
-
-static unsigned long scale = 1;
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "bench.h"
 
 static void pin(int cpu)
 {
@@ -98,281 +43,33 @@ static void pin(int cpu)
 	(void) pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-/* What a waiting scheme provides to the ping-pong and pool workloads. */
-enum kind { PTHREAD, URCU_COND, URCU_WAIT };
+enum kind { PTHREAD, URCU_COND, URCU_WAIT, URCU_EC, CK_EC };
 
-/* Ping-pong: two threads pass a turn back and forth. */
+#define MAX_PAIRS	8
+
+/* Ping-pong: the initiator hands the turn over and waits for it back. */
 struct pair {
 	pthread_mutex_t lock;
 	pthread_cond_t pc[2];
 	struct urcu_cond uc[2];
 	struct urcu_wait_queue wq[2];
-	int turn;
+	struct urcu_ec ec[2];
+#ifdef HAVE_CK
+	struct ck_ec32 ck[2];
+#endif
+	int turn;	/* 1: the responder's */
+	int stop;
+	pthread_t responder;
 	enum kind kind;
-	long rounds;
-	int cpu[2];
+	int cpu;
 } __attribute__((aligned(128)));
 
-struct player {
-	struct pair *p;
-	int me;
+struct pingpong {
+	enum kind kind;
+	unsigned int nr;
+	struct pair pairs[MAX_PAIRS];
 };
 
-static void *cond_player(void *arg)
-{
-	struct player *pl = (struct player *) arg;
-	struct pair *p = pl->p;
-	int me = pl->me;
-	long i;
-
-	pin(p->cpu[me]);
-	pthread_mutex_lock(&p->lock);
-	for (i = 0; i < p->rounds; i++) {
-		while (p->turn != me) {
-			if (p->kind == PTHREAD)
-				pthread_cond_wait(&p->pc[me], &p->lock);
-			else
-				urcu_cond_wait(&p->uc[me], &p->lock);
-		}
-		p->turn = !me;
-		if (p->kind == PTHREAD)
-			pthread_cond_signal(&p->pc[!me]);
-		else
-			urcu_cond_signal(&p->uc[!me]);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
-}
-
-static void *wait_player(void *arg)
-{
-	static const struct timespec already = { 0, 0 };
-	struct player *pl = (struct player *) arg;
-	struct pair *p = pl->p;
-	struct urcu_wait_node node;
-	int me = pl->me;
-	long i;
-
-	pin(p->cpu[me]);
-	for (i = 0; i < p->rounds; i++) {
-		urcu_wait_node_init(&node);
-		urcu_wait_add(&p->wq[me], &node);
-		/* Queued before looking: the other side's wake finds us. */
-		if (uatomic_read(&p->turn) != me)
-			urcu_wait(&node, NULL);
-		else
-			urcu_wait(&node, &already);
-		while (uatomic_read(&p->turn) != me)
-			caa_cpu_relax();
-		uatomic_set(&p->turn, !me);
-		urcu_wait_wake_one(&p->wq[!me]);
-	}
-	return NULL;
-}
-
-static double run_pingpong(enum kind kind, int pairs, long rounds)
-{
-	struct pair *p = calloc(pairs, sizeof(*p));
-	struct player *pl = calloc(2 * pairs, sizeof(*pl));
-	pthread_t *t = calloc(2 * pairs, sizeof(*t));
-	int64_t start;
-	int i;
-
-	for (i = 0; i < pairs; i++) {
-		pthread_mutex_init(&p[i].lock, NULL);
-		pthread_cond_init(&p[i].pc[0], NULL);
-		pthread_cond_init(&p[i].pc[1], NULL);
-		p[i].kind = kind;
-		p[i].rounds = rounds;
-		p[i].cpu[0] = 0;
-		p[i].cpu[1] = 1;
-	}
-	start = now_ns();
-	for (i = 0; i < 2 * pairs; i++) {
-		pl[i].p = &p[i / 2];
-		pl[i].me = i % 2;
-		pthread_create(&t[i], NULL,
-			kind == URCU_WAIT ? wait_player : cond_player, &pl[i]);
-	}
-	for (i = 0; i < 2 * pairs; i++)
-		pthread_join(t[i], NULL);
-	start = now_ns() - start;
-	free(p);
-	free(pl);
-	free(t);
-	return (double) start / rounds;
-}
-
-/* Thread pool: one producer, N workers, tasks of about 1 us. */
-#define POOL_QSIZE	256
-
-static struct pool {
-	pthread_mutex_t lock;
-	pthread_cond_t p_nonempty, p_nonfull;
-	struct urcu_cond u_nonempty, u_nonfull;
-	enum kind kind;
-	unsigned int head, count;
-	int tasks[POOL_QSIZE];
-	int done;
-	long executed;
-} pool;
-
-static long task_loops;	/* calibrated to ~1 us */
-
-static void task(int v)
-{
-	volatile long x = v;
-	long i;
-
-	for (i = 0; i < task_loops; i++)
-		x += i;
-}
-
-static void pool_wait(pthread_cond_t *pc, struct urcu_cond *uc)
-{
-	if (pool.kind == PTHREAD)
-		pthread_cond_wait(pc, &pool.lock);
-	else
-		urcu_cond_wait(uc, &pool.lock);
-}
-
-static void pool_signal(pthread_cond_t *pc, struct urcu_cond *uc)
-{
-	if (pool.kind == PTHREAD)
-		pthread_cond_signal(pc);
-	else
-		urcu_cond_signal(uc);
-}
-
-static void *pool_worker(void *arg)
-{
-	long n = 0;
-	int v;
-
-	pthread_mutex_lock(&pool.lock);
-	for (;;) {
-		while (!pool.count && !pool.done)
-			pool_wait(&pool.p_nonempty, &pool.u_nonempty);
-		if (!pool.count)
-			break;
-		v = pool.tasks[pool.head];
-		pool.head = (pool.head + 1) % POOL_QSIZE;
-		pool.count--;
-		pthread_mutex_unlock(&pool.lock);
-		pool_signal(&pool.p_nonfull, &pool.u_nonfull);
-		task(v);
-		n++;
-		pthread_mutex_lock(&pool.lock);
-	}
-	pool.executed += n;
-	pthread_mutex_unlock(&pool.lock);
-	return NULL;
-}
-
-static double run_pool(enum kind kind, int workers, long tasks)
-{
-	pthread_t *t = calloc(workers, sizeof(*t));
-	int64_t start;
-	long i;
-
-	memset(&pool, 0, sizeof(pool));
-	pthread_mutex_init(&pool.lock, NULL);
-	pthread_cond_init(&pool.p_nonempty, NULL);
-	pthread_cond_init(&pool.p_nonfull, NULL);
-	pool.kind = kind;
-	for (i = 0; i < workers; i++)
-		pthread_create(&t[i], NULL, pool_worker, NULL);
-	start = now_ns();
-	for (i = 0; i < tasks; i++) {
-		pthread_mutex_lock(&pool.lock);
-		while (pool.count == POOL_QSIZE)
-			pool_wait(&pool.p_nonfull, &pool.u_nonfull);
-		pool.tasks[(pool.head + pool.count++) % POOL_QSIZE] = (int) i;
-		pthread_mutex_unlock(&pool.lock);
-		pool_signal(&pool.p_nonempty, &pool.u_nonempty);
-	}
-	pthread_mutex_lock(&pool.lock);
-	pool.done = 1;
-	pthread_mutex_unlock(&pool.lock);
-	if (kind == PTHREAD)
-		pthread_cond_broadcast(&pool.p_nonempty);
-	else
-		urcu_cond_broadcast(&pool.u_nonempty);
-	for (i = 0; i < workers; i++)
-		pthread_join(t[i], NULL);
-	start = now_ns() - start;
-	free(t);
-	if (pool.executed != tasks) {
-		fprintf(stderr, "bench_cond: pool lost tasks\n");
-		exit(1);
-	}
-	return (double) start / tasks;
-}
-
-/* Broadcast to 64 waiters: from the broadcast until the last one runs. */
-#define NR_BCAST	64
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t pc;
-	struct urcu_cond uc;
-	enum kind kind;
-	int go, waiting;
-	int64_t last;
-} bc;
-
-static void *bc_waiter(void *arg)
-{
-	int64_t t;
-
-	pthread_mutex_lock(&bc.lock);
-	bc.waiting++;
-	while (!bc.go) {
-		if (bc.kind == PTHREAD)
-			pthread_cond_wait(&bc.pc, &bc.lock);
-		else
-			urcu_cond_wait(&bc.uc, &bc.lock);
-	}
-	t = now_ns();
-	if (t > bc.last)
-		bc.last = t;
-	pthread_mutex_unlock(&bc.lock);
-	return NULL;
-}
-
-static double run_broadcast(enum kind kind)
-{
-	pthread_t t[NR_BCAST];
-	int64_t start;
-	int i, n;
-
-	memset(&bc, 0, sizeof(bc));
-	pthread_mutex_init(&bc.lock, NULL);
-	pthread_cond_init(&bc.pc, NULL);
-	bc.kind = kind;
-	for (i = 0; i < NR_BCAST; i++)
-		pthread_create(&t[i], NULL, bc_waiter, NULL);
-	do {
-		usleep(1000);
-		pthread_mutex_lock(&bc.lock);
-		n = bc.waiting;
-		pthread_mutex_unlock(&bc.lock);
-	} while (n < NR_BCAST);
-	usleep(5000);	/* let the spinners fall asleep */
-	pthread_mutex_lock(&bc.lock);
-	bc.go = 1;
-	start = now_ns();
-	if (kind == PTHREAD)
-		pthread_cond_broadcast(&bc.pc);
-	else
-		urcu_cond_broadcast(&bc.uc);
-	pthread_mutex_unlock(&bc.lock);
-	for (i = 0; i < NR_BCAST; i++)
-		pthread_join(t[i], NULL);
-	return (double) (bc.last - start);
-}
-
-/* Event counts: ping-pong through two counters, and notify without waiters. */
 #ifdef HAVE_CK
 static int ck_gettime(const struct ck_ec_ops *ops, struct timespec *out)
 {
@@ -398,196 +95,489 @@ static const struct ck_ec_ops ck_ops = {
 	.wake32 = ck_wake32,
 };
 static const struct ck_ec_mode ck_mode = { .ops = &ck_ops, .single_producer = false };
-static struct ck_ec32 ck_ecs[2];
 #endif
 
-static struct urcu_ec u_ecs[2];
-static int ec_turn;
-static long ec_rounds;
-static int ec_use_ck;
-
-static void *ec_player(void *arg)
+/* Give the turn to side @to of @p and wake it. */
+static void give_turn(struct pair *p, int to)
 {
-	int me = (int) (intptr_t) arg;
-	long i;
-
-	pin(me);
-	for (i = 0; i < ec_rounds; i++) {
-		if (!ec_use_ck) {
-			for (;;) {
-				uint32_t key = urcu_ec_prepare(&u_ecs[me]);
-
-				if (uatomic_read(&ec_turn) == me)
-					break;
-				urcu_ec_wait(&u_ecs[me], key, NULL);
-			}
-			uatomic_set(&ec_turn, !me);
-			urcu_ec_notify(&u_ecs[!me]);
+	switch (p->kind) {
+	case PTHREAD:
+	case URCU_COND:
+		pthread_mutex_lock(&p->lock);
+		p->turn = to;
+		pthread_mutex_unlock(&p->lock);
+		if (p->kind == PTHREAD)
+			pthread_cond_signal(&p->pc[to]);
+		else
+			urcu_cond_signal(&p->uc[to]);
+		break;
+	case URCU_WAIT:
+		uatomic_set(&p->turn, to);
+		urcu_wait_wake_one(&p->wq[to]);
+		break;
+	case URCU_EC:
+		uatomic_set(&p->turn, to);
+		urcu_ec_notify(&p->ec[to]);
+		break;
+	case CK_EC:
 #ifdef HAVE_CK
-		} else {
-			for (;;) {
-				uint32_t v = ck_ec32_value(&ck_ecs[me]);
-
-				if (uatomic_read(&ec_turn) == me)
-					break;
-				ck_ec32_wait(&ck_ecs[me], &ck_mode, v, NULL);
-			}
-			uatomic_set(&ec_turn, !me);
-			ck_ec32_inc(&ck_ecs[!me], &ck_mode);
+		uatomic_set(&p->turn, to);
+		ck_ec32_inc(&p->ck[to], &ck_mode);
 #endif
-		}
+		break;
 	}
+}
+
+/* Wait until the turn is @me's or the pair stops; returns false on stop. */
+static bool take_turn(struct pair *p, int me)
+{
+	static const struct timespec already = { 0, 0 };
+	struct urcu_wait_node node;
+	uint32_t key;
+
+	switch (p->kind) {
+	case PTHREAD:
+	case URCU_COND:
+		pthread_mutex_lock(&p->lock);
+		while (p->turn != me && !p->stop) {
+			if (p->kind == PTHREAD)
+				pthread_cond_wait(&p->pc[me], &p->lock);
+			else
+				urcu_cond_wait(&p->uc[me], &p->lock);
+		}
+		pthread_mutex_unlock(&p->lock);
+		break;
+	case URCU_WAIT:
+		while (uatomic_read(&p->turn) != me && !uatomic_read(&p->stop)) {
+			urcu_wait_node_init(&node);
+			urcu_wait_add(&p->wq[me], &node);
+			/* Queued before looking: the other side's wake finds us. */
+			if (uatomic_read(&p->turn) == me || uatomic_read(&p->stop))
+				urcu_wait(&node, &already);
+			else
+				urcu_wait(&node, NULL);
+		}
+		break;
+	case URCU_EC:
+		for (;;) {
+			key = urcu_ec_prepare(&p->ec[me]);
+			if (uatomic_read(&p->turn) == me || uatomic_read(&p->stop))
+				break;
+			urcu_ec_wait(&p->ec[me], key, NULL);
+		}
+		break;
+	case CK_EC:
+#ifdef HAVE_CK
+		for (;;) {
+			key = ck_ec32_value(&p->ck[me]);
+			if (uatomic_read(&p->turn) == me || uatomic_read(&p->stop))
+				break;
+			ck_ec32_wait(&p->ck[me], &ck_mode, key, NULL);
+		}
+#endif
+		break;
+	}
+	return !uatomic_read(&p->stop);
+}
+
+static void *responder(void *arg)
+{
+	struct pair *p = (struct pair *) arg;
+
+	pin(p->cpu);
+	while (take_turn(p, 1))
+		give_turn(p, 0);
 	return NULL;
 }
 
-static double run_ec_pingpong(int use_ck, long rounds)
+static int pingpong_setup(void *arg, unsigned int threads)
 {
-	pthread_t t[2];
-	int64_t start;
-	int i;
+	struct pingpong *pp = (struct pingpong *) arg;
+	unsigned int i;
 
-	memset(u_ecs, 0, sizeof(u_ecs));
-#ifdef HAVE_CK
-	memset(ck_ecs, 0, sizeof(ck_ecs));
-#endif
-	ec_turn = 0;
-	ec_rounds = rounds;
-	ec_use_ck = use_ck;
-	start = now_ns();
-	for (i = 0; i < 2; i++)
-		pthread_create(&t[i], NULL, ec_player, (void *) (intptr_t) i);
-	for (i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
-	return (double) (now_ns() - start) / rounds;
+	if (threads > MAX_PAIRS)
+		return 1;
+	memset(pp->pairs, 0, sizeof(pp->pairs));
+	pp->nr = threads;
+	for (i = 0; i < threads; i++) {
+		struct pair *p = &pp->pairs[i];
+
+		pthread_mutex_init(&p->lock, NULL);
+		pthread_cond_init(&p->pc[0], NULL);
+		pthread_cond_init(&p->pc[1], NULL);
+		p->kind = pp->kind;
+		p->cpu = (int) i + 1;	/* the harness pins initiator i on CPU i */
+		pthread_create(&p->responder, NULL, responder, p);
+	}
+	return 0;
 }
 
-static double run_ec_notify(int use_ck, long n)
+static void pingpong_teardown(void *arg)
 {
-	int64_t start = now_ns();
+	struct pingpong *pp = (struct pingpong *) arg;
+	unsigned int i;
+
+	for (i = 0; i < pp->nr; i++) {
+		struct pair *p = &pp->pairs[i];
+
+		pthread_mutex_lock(&p->lock);
+		uatomic_set(&p->stop, 1);
+		pthread_mutex_unlock(&p->lock);
+		give_turn(p, 1);
+		pthread_join(p->responder, NULL);
+		pthread_cond_destroy(&p->pc[0]);
+		pthread_cond_destroy(&p->pc[1]);
+	}
+}
+
+static void *pingpong_thread_arg(void *arg, unsigned int id)
+{
+	return &((struct pingpong *) arg)->pairs[id % MAX_PAIRS];
+}
+
+static void op_roundtrip(void *arg, uint64_t iters)
+{
+	struct pair *p = (struct pair *) arg;
+
+	while (iters--) {
+		give_turn(p, 1);
+		take_turn(p, 0);
+	}
+}
+
+/* Thread pool: the harness thread produces, setup() starts the workers. */
+#define POOL_QSIZE	256
+#define POOL_MAX	32
+
+struct pool {
+	enum kind kind;
+	pthread_mutex_t lock;
+	pthread_cond_t p_nonempty, p_nonfull;
+	struct urcu_cond u_nonempty, u_nonfull;
+	unsigned int head, count, nr_workers;
+	int tasks[POOL_QSIZE];
+	int done;
+	uint64_t submitted, executed;
+	pthread_t workers[POOL_MAX];
+};
+
+static long task_loops;	/* calibrated to about 1 us */
+
+static void task(int v)
+{
+	volatile long x = v;
 	long i;
 
-	memset(u_ecs, 0, sizeof(u_ecs));
-	for (i = 0; i < n; i++) {
-		if (!use_ck)
-			urcu_ec_notify(&u_ecs[0]);
-#ifdef HAVE_CK
-		else
-			ck_ec32_inc(&ck_ecs[0], &ck_mode);
-#endif
-	}
-	return (double) (now_ns() - start) / n;
+	for (i = 0; i < task_loops; i++)
+		x += i;
 }
+
+static void pool_wait(struct pool *pl, pthread_cond_t *pc, struct urcu_cond *uc)
+{
+	if (pl->kind == PTHREAD)
+		pthread_cond_wait(pc, &pl->lock);
+	else
+		urcu_cond_wait(uc, &pl->lock);
+}
+
+static void pool_signal(struct pool *pl, pthread_cond_t *pc, struct urcu_cond *uc)
+{
+	if (pl->kind == PTHREAD)
+		pthread_cond_signal(pc);
+	else
+		urcu_cond_signal(uc);
+}
+
+static void *pool_worker(void *arg)
+{
+	struct pool *pl = (struct pool *) arg;
+	uint64_t n = 0;
+	int v;
+
+	pthread_mutex_lock(&pl->lock);
+	for (;;) {
+		while (!pl->count && !pl->done)
+			pool_wait(pl, &pl->p_nonempty, &pl->u_nonempty);
+		if (!pl->count)
+			break;
+		v = pl->tasks[pl->head];
+		pl->head = (pl->head + 1) % POOL_QSIZE;
+		pl->count--;
+		pthread_mutex_unlock(&pl->lock);
+		pool_signal(pl, &pl->p_nonfull, &pl->u_nonfull);
+		task(v);
+		n++;
+		pthread_mutex_lock(&pl->lock);
+	}
+	pl->executed += n;
+	pthread_mutex_unlock(&pl->lock);
+	return NULL;
+}
+
+static int pool_setup(void *arg, unsigned int threads)
+{
+	struct pool *pl = (struct pool *) arg;
+	unsigned int i;
+
+	pl->head = pl->count = 0;
+	pl->done = 0;
+	pl->submitted = pl->executed = 0;
+	pthread_mutex_init(&pl->lock, NULL);
+	pthread_cond_init(&pl->p_nonempty, NULL);
+	pthread_cond_init(&pl->p_nonfull, NULL);
+	urcu_cond_init(&pl->u_nonempty, CLOCK_REALTIME);
+	urcu_cond_init(&pl->u_nonfull, CLOCK_REALTIME);
+	for (i = 0; i < pl->nr_workers; i++)
+		pthread_create(&pl->workers[i], NULL, pool_worker, pl);
+	return 0;
+}
+
+static void pool_teardown(void *arg)
+{
+	struct pool *pl = (struct pool *) arg;
+	unsigned int i;
+
+	pthread_mutex_lock(&pl->lock);
+	pl->done = 1;
+	pthread_mutex_unlock(&pl->lock);
+	if (pl->kind == PTHREAD)
+		pthread_cond_broadcast(&pl->p_nonempty);
+	else
+		urcu_cond_broadcast(&pl->u_nonempty);
+	for (i = 0; i < pl->nr_workers; i++)
+		pthread_join(pl->workers[i], NULL);
+	if (pl->executed != pl->submitted) {
+		fprintf(stderr, "bench_cond: the pool lost tasks\n");
+		exit(1);
+	}
+	pthread_cond_destroy(&pl->p_nonempty);
+	pthread_cond_destroy(&pl->p_nonfull);
+}
+
+static void op_submit(void *arg, uint64_t iters)
+{
+	struct pool *pl = (struct pool *) arg;
+
+	while (iters--) {
+		pthread_mutex_lock(&pl->lock);
+		while (pl->count == POOL_QSIZE)
+			pool_wait(pl, &pl->p_nonfull, &pl->u_nonfull);
+		pl->tasks[(pl->head + pl->count++) % POOL_QSIZE] = (int) iters;
+		pl->submitted++;
+		pthread_mutex_unlock(&pl->lock);
+		pool_signal(pl, &pl->p_nonempty, &pl->u_nonempty);
+	}
+}
+
+/* Broadcast to 64 waiters that live from setup() to teardown(). */
+#define NR_BCAST	64
+
+struct bcast {
+	enum kind kind;
+	pthread_mutex_t lock;
+	pthread_cond_t pc, p_ready;
+	struct urcu_cond uc, u_ready;
+	int generation, waiting, stop;
+	pthread_t t[NR_BCAST];
+};
+
+static void bc_wait(struct bcast *bc, pthread_cond_t *pc, struct urcu_cond *uc)
+{
+	if (bc->kind == PTHREAD)
+		pthread_cond_wait(pc, &bc->lock);
+	else
+		urcu_cond_wait(uc, &bc->lock);
+}
+
+static void *bc_waiter(void *arg)
+{
+	struct bcast *bc = (struct bcast *) arg;
+	int gen;
+
+	pthread_mutex_lock(&bc->lock);
+	while (!bc->stop) {
+		gen = bc->generation;
+		/* The last one to wait tells the broadcaster. */
+		if (++bc->waiting == NR_BCAST) {
+			if (bc->kind == PTHREAD)
+				pthread_cond_signal(&bc->p_ready);
+			else
+				urcu_cond_signal(&bc->u_ready);
+		}
+		while (bc->generation == gen && !bc->stop)
+			bc_wait(bc, &bc->pc, &bc->uc);
+	}
+	pthread_mutex_unlock(&bc->lock);
+	return NULL;
+}
+
+static int bcast_setup(void *arg, unsigned int threads)
+{
+	struct bcast *bc = (struct bcast *) arg;
+	int i;
+
+	pthread_mutex_init(&bc->lock, NULL);
+	pthread_cond_init(&bc->pc, NULL);
+	pthread_cond_init(&bc->p_ready, NULL);
+	memset(&bc->uc, 0, sizeof(bc->uc));
+	memset(&bc->u_ready, 0, sizeof(bc->u_ready));
+	bc->generation = bc->waiting = bc->stop = 0;
+	for (i = 0; i < NR_BCAST; i++)
+		pthread_create(&bc->t[i], NULL, bc_waiter, bc);
+	return 0;
+}
+
+static void bcast_teardown(void *arg)
+{
+	struct bcast *bc = (struct bcast *) arg;
+	int i;
+
+	pthread_mutex_lock(&bc->lock);
+	bc->stop = 1;
+	if (bc->kind == PTHREAD)
+		pthread_cond_broadcast(&bc->pc);
+	else
+		urcu_cond_broadcast(&bc->uc);
+	pthread_mutex_unlock(&bc->lock);
+	for (i = 0; i < NR_BCAST; i++)
+		pthread_join(bc->t[i], NULL);
+}
+
+static void op_broadcast(void *arg, uint64_t iters)
+{
+	struct bcast *bc = (struct bcast *) arg;
+
+	pthread_mutex_lock(&bc->lock);
+	while (iters--) {
+		while (bc->waiting < NR_BCAST)
+			bc_wait(bc, &bc->p_ready, &bc->u_ready);
+		bc->waiting = 0;
+		bc->generation++;
+		if (bc->kind == PTHREAD)
+			pthread_cond_broadcast(&bc->pc);
+		else
+			urcu_cond_broadcast(&bc->uc);
+	}
+	pthread_mutex_unlock(&bc->lock);
+}
+
+/* Notify with nobody waiting: the producer's cost when consumers are busy. */
+static struct urcu_ec idle_ec;
+#ifdef HAVE_CK
+static struct ck_ec32 idle_ck;
+#endif
+
+static void op_notify_urcu(void *arg, uint64_t iters)
+{
+	while (iters--)
+		urcu_ec_notify(&idle_ec);
+}
+
+#ifdef HAVE_CK
+static void op_notify_ck(void *arg, uint64_t iters)
+{
+	while (iters--)
+		ck_ec32_inc(&idle_ck, &ck_mode);
+}
+#endif
 
 static void calibrate_task(void)
 {
+	struct timespec a, b;
 	int64_t t;
 
 	task_loops = 1000;
 	for (;;) {
-		t = now_ns();
+		clock_gettime(CLOCK_MONOTONIC, &a);
 		task(0);
-		t = now_ns() - t;
-		if (t >= 1000 || task_loops > (1L << 24))
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		t = (b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec;
+		if (t >= 20000 || task_loops > (1L << 26))
 			break;
 		task_loops *= 2;
 	}
 	task_loops = task_loops * 1000 / (t ? t : 1);
 }
 
-/* Adapters: one configuration struct for every row. */
-struct cfg {
-	enum kind kind;
-	int n;		/* pairs, workers */
-	long ops;
-	int use_ck;
-};
+#define PINGPONG_DEF(label, k, pp)					\
+	{ .name = label, .op = op_roundtrip, .arg = pp,			\
+	  .setup = pingpong_setup, .teardown = pingpong_teardown,	\
+	  .thread_arg = pingpong_thread_arg }
 
-static double b_pingpong(const void *c)
+#define POOL_DEF(label, pl)						\
+	{ .name = label, .op = op_submit, .arg = pl,			\
+	  .setup = pool_setup, .teardown = pool_teardown }
+
+int main(int argc, char **argv)
 {
-	const struct cfg *x = (const struct cfg *) c;
+	static struct pingpong pp_pthread = { .kind = PTHREAD },
+		pp_cond = { .kind = URCU_COND },
+		pp_wait = { .kind = URCU_WAIT }, pp_ec = { .kind = URCU_EC },
+		pp_ck = { .kind = CK_EC };
+	static struct pool pools[3][2];
+	static struct bcast bc_pthread = { .kind = PTHREAD },
+		bc_urcu = { .kind = URCU_COND };
+	static const unsigned int pool_sizes[3] = { 2, 8, 32 };
+	struct bench *b = bench_init("bench_cond", argc, argv);
+	static char names[3][2][32];
+	unsigned int i;
 
-	return run_pingpong(x->kind, x->n, x->ops);
-}
-
-static double b_pool(const void *c)
-{
-	const struct cfg *x = (const struct cfg *) c;
-
-	return run_pool(x->kind, x->n, x->ops);
-}
-
-static double b_broadcast(const void *c)
-{
-	return run_broadcast(((const struct cfg *) c)->kind);
-}
-
-static double b_ec_pingpong(const void *c)
-{
-	const struct cfg *x = (const struct cfg *) c;
-
-	return run_ec_pingpong(x->use_ck, x->ops);
-}
-
-static double b_ec_notify(const void *c)
-{
-	const struct cfg *x = (const struct cfg *) c;
-
-	return run_ec_notify(x->use_ck, x->ops);
-}
-
-int main(void)
-{
-	static const int pool_sizes[3] = { 2, 8, 32 };
-	struct cfg c;
-	double base;
-	char name[64];
-	int i;
-
-	if (getenv("BENCH_FULL"))
-		scale = 10;
 	calibrate_task();
-	printf("# %-38s %4s %12s %8s\n", "benchmark", "thr", "ns/op", "ratio");
+	{
+		const struct bench_def pingpong[] = {
+			PINGPONG_DEF("pthread_cond", PTHREAD, &pp_pthread),
+			PINGPONG_DEF("urcu_cond", URCU_COND, &pp_cond),
+			PINGPONG_DEF("urcu_wait", URCU_WAIT, &pp_wait),
+		};
 
-	c = (struct cfg) { PTHREAD, 1, 20000 * scale, 0 };
-	base = bench_row("pingpong_rtt pthread_cond", 2, b_pingpong, &c, 0);
-	c.kind = URCU_COND;
-	c.ops = 200000 * scale;
-	bench_row("pingpong_rtt urcu_cond", 2, b_pingpong, &c, base);
-	c.kind = URCU_WAIT;
-	bench_row("pingpong_rtt urcu_wait", 2, b_pingpong, &c, base);
-
-	c = (struct cfg) { PTHREAD, 4, 10000 * scale, 0 };
-	base = bench_row("pingpong_rtt_4pairs pthread_cond", 8, b_pingpong, &c, 0);
-	c.kind = URCU_COND;
-	bench_row("pingpong_rtt_4pairs urcu_cond", 8, b_pingpong, &c, base);
-
-	for (i = 0; i < 3; i++) {
-		c = (struct cfg) { PTHREAD, pool_sizes[i], 100000 * scale, 0 };
-		snprintf(name, sizeof(name), "pool_1us_task pthread_cond N=%d",
-			pool_sizes[i]);
-		base = bench_row(name, pool_sizes[i] + 1, b_pool, &c, 0);
-		c.kind = URCU_COND;
-		snprintf(name, sizeof(name), "pool_1us_task urcu_cond N=%d",
-			pool_sizes[i]);
-		bench_row(name, pool_sizes[i] + 1, b_pool, &c, base);
+		/* 1 pair: 2 threads on 2 CPUs; 4 pairs: 8 threads on 2 CPUs. */
+		BENCH_GROUP(b, "pingpong_rtt", BENCH_THREADS(1, 4), pingpong);
 	}
+	for (i = 0; i < 3; i++) {
+		pools[i][0].kind = PTHREAD;
+		pools[i][1].kind = URCU_COND;
+		pools[i][0].nr_workers = pools[i][1].nr_workers = pool_sizes[i];
+		snprintf(names[i][0], sizeof(names[i][0]), "pthread_cond_N%u",
+			pool_sizes[i]);
+		snprintf(names[i][1], sizeof(names[i][1]), "urcu_cond_N%u",
+			pool_sizes[i]);
+		{
+			const struct bench_def pool[] = {
+				POOL_DEF(names[i][0], &pools[i][0]),
+				POOL_DEF(names[i][1], &pools[i][1]),
+			};
 
-	c = (struct cfg) { PTHREAD, NR_BCAST, 1, 0 };
-	base = bench_row("broadcast_64_last_runs pthread_cond", 65, b_broadcast, &c, 0);
-	c.kind = URCU_COND;
-	bench_row("broadcast_64_last_runs urcu_cond", 65, b_broadcast, &c, base);
+			BENCH_GROUP(b, "pool_1us_task", BENCH_THREADS(1), pool);
+		}
+	}
+	{
+		const struct bench_def bcast[] = {
+			{ .name = "pthread_cond", .op = op_broadcast, .arg = &bc_pthread,
+			  .setup = bcast_setup, .teardown = bcast_teardown },
+			{ .name = "urcu_cond", .op = op_broadcast, .arg = &bc_urcu,
+			  .setup = bcast_setup, .teardown = bcast_teardown },
+		};
 
+		BENCH_GROUP(b, "broadcast64", BENCH_THREADS(1), bcast);
+	}
 #ifdef HAVE_CK
-	c = (struct cfg) { PTHREAD, 1, 200000 * scale, 1 };
-	base = bench_row("ec_pingpong_rtt ck_ec", 2, b_ec_pingpong, &c, 0);
-	c.use_ck = 0;
-	bench_row("ec_pingpong_rtt urcu_ec", 2, b_ec_pingpong, &c, base);
-	c = (struct cfg) { PTHREAD, 1, 10000000 * scale, 1 };
-	base = bench_row("ec_notify_no_waiter ck_ec", 1, b_ec_notify, &c, 0);
-	c.use_ck = 0;
-	bench_row("ec_notify_no_waiter urcu_ec", 1, b_ec_notify, &c, base);
+	{
+		const struct bench_def ec[] = {
+			PINGPONG_DEF("ck_ec", CK_EC, &pp_ck),
+			PINGPONG_DEF("urcu_ec", URCU_EC, &pp_ec),
+		};
+		const struct bench_def notify[] = {
+			{ .name = "ck_ec32_inc", .op = op_notify_ck },
+			{ .name = "urcu_ec_notify", .op = op_notify_urcu },
+		};
+
+		BENCH_GROUP(b, "ec_rtt", BENCH_THREADS(1), ec);
+		BENCH_GROUP(b, "ec_notify_no_waiter", BENCH_THREADS(1), notify);
+	}
 #else
-	printf("# ck_ec rows skipped: configure found no libck\n");
+	(void) pp_ec;
+	(void) pp_ck;
+	fprintf(stderr, "bench_cond: ck_ec rows skipped (no libck)\n");
 #endif
-	return 0;
+	return bench_run(b);
 }
