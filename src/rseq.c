@@ -223,6 +223,9 @@ static int read_possible_cpus(void)
 
 int urcu_rseq_nr_cpus(void)
 {
+	/* Another constructor of the library may ask before ours ran. */
+	if (caa_unlikely(CMM_LOAD_SHARED(nr_possible_cpus) <= 0))
+		CMM_STORE_SHARED(nr_possible_cpus, read_possible_cpus());
 	return nr_possible_cpus;
 }
 

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * urcu/static/urcu-rseq.h - the urcu-rseq read side, inline.
+ *
+ * Include <urcu/urcu-rseq.h> with _LGPL_SOURCE defined to get these inlined
+ * under the public names; without it, the same code is called out of line
+ * from the library. Everything here is part of the library's ABI: the
+ * layout of struct urcu_rseq_gp, struct urcu_rseq_gp_cpu and struct
+ * urcu_rseq_reader may change only with the library's major version.
+ *
+ * The read side keeps two periods of counters, one cache line per CPU:
+ * lock[p] counts outermost read_lock() calls that took period p on that
+ * CPU, unlock[p] counts the matching read_unlock() calls, which run on
+ * whichever CPU the thread has migrated to. Only the totals over all CPUs
+ * mean anything. Threads that cannot run rseq critical sections count with
+ * atomic additions on one extra slot (index -1 of urcu_rseq_gp.cpus), never on
+ * the per-CPU slots, which rseq threads update with plain stores.
+ *
+ * Who may call what: read_lock/unlock/ongoing from any thread, at any time,
+ * without registration, including from signal handlers (a section in a
+ * handler that interrupts read_lock() or read_unlock() half-way is counted
+ * on its own, see below). The correctness argument, which pairs the
+ * compiler barriers here with the grace period's membarrier, is in
+ * src/urcu-rseq.c.
+ */
+#ifndef _URCU_STATIC_URCU_RSEQ_H
+#define _URCU_STATIC_URCU_RSEQ_H
+
+#include <stdint.h>
+#include <urcu/arch.h>
+#include <urcu/compiler.h>
+#include <urcu/system.h>
+#include <urcu/uatomic.h>
+#include <urcu/tls-compat.h>
+#include <urcu/rseq.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One CPU's counters (or the fallback slot): written by that CPU only. */
+struct urcu_rseq_gp_cpu {
+	intptr_t lock[2];
+	intptr_t unlock[2];
+} __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
+
+/*
+ * Read-mostly state shared by readers and the grace period: only @period
+ * changes after initialization (two stores per grace period).
+ */
+struct urcu_rseq_gp {
+	unsigned long period;		/* readers count in period & 1 */
+	struct urcu_rseq_gp_cpu *cpus;	/* slots -1 (fallback) .. nr_cpus - 1 */
+	int nr_cpus;
+	int has_membarrier;		/* 0: readers issue full barriers */
+} __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
+
+/*
+ * Per-thread reader state in one word, so that a signal handler sees
+ * either "not in a section" or a complete (nesting, period) pair:
+ * ctr = nesting * URCU_RSEQ_NEST_ONE + period of the outermost section.
+ */
+struct urcu_rseq_reader {
+	unsigned long ctr;
+};
+
+#define URCU_RSEQ_NEST_ONE	2UL
+
+URCU_RSEQ_API extern struct urcu_rseq_gp urcu_rseq_gp;
+URCU_RSEQ_API extern DECLARE_URCU_TLS(struct urcu_rseq_reader, urcu_rseq_reader);
+
+/* Initializes the counters when a reader comes before the constructor. */
+URCU_RSEQ_API void urcu_rseq_init(void);
+
+/*
+ * Replaces the grace period's membarrier where the system has none. Pairs
+ * with the full barrier the grace period then issues in its place.
+ */
+static inline void _urcu_rseq_smp_mb_slave(void)
+{
+	if (caa_likely(urcu_rseq_gp.has_membarrier))
+		cmm_barrier();
+	else
+		cmm_smp_mb();
+}
+
+static inline struct urcu_rseq_gp_cpu *_urcu_rseq_cpus(void)
+{
+	struct urcu_rseq_gp_cpu *cpus = CMM_LOAD_SHARED(urcu_rseq_gp.cpus);
+
+	if (caa_unlikely(!cpus)) {
+		urcu_rseq_init();
+		cpus = CMM_LOAD_SHARED(urcu_rseq_gp.cpus);
+	}
+	return cpus;
+}
+
+/* Adds 1 to word @which (0..3 of a slot) of this CPU's slot. */
+static inline void _urcu_rseq_count(struct urcu_rseq_gp_cpu *cpus,
+		size_t word)
+{
+	for (;;) {
+		int cpu = urcu_rseq_index(URCU_RSEQ_INDEX_CPU);
+
+		if (caa_unlikely(cpu < 0))
+			break;
+		if (caa_likely(urcu_rseq_addv(URCU_RSEQ_INDEX_CPU,
+				(intptr_t *) &cpus[cpu] + word, 1, cpu)
+				== URCU_RSEQ_COMMITTED))
+			return;
+	}
+	uatomic_add((intptr_t *) &cpus[-1] + word, 1);
+}
+
+static inline void _urcu_rseq_read_lock(void)
+{
+	unsigned long ctr = CMM_LOAD_SHARED(URCU_TLS(urcu_rseq_reader).ctr);
+	unsigned long period;
+
+	if (caa_unlikely(ctr != 0)) {
+		/*
+		 * Nested: a handler interrupting between the load and the
+		 * store leaves ctr as it found it, so the store is exact.
+		 */
+		CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr,
+				ctr + URCU_RSEQ_NEST_ONE);
+		return;
+	}
+	period = CMM_LOAD_SHARED(urcu_rseq_gp.period) & 1;
+	_urcu_rseq_count(_urcu_rseq_cpus(), period);
+	/*
+	 * The lock count is in place before any access of the section and
+	 * before ctr says "inside": a signal handler that runs before the
+	 * store below sees ctr == 0 and counts its own section. Pairs with
+	 * the membarrier between the unlock and lock sums of the grace period
+	 * (see src/urcu-rseq.c, "B").
+	 */
+	_urcu_rseq_smp_mb_slave();
+	CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr,
+			URCU_RSEQ_NEST_ONE | period);
+	cmm_barrier();
+}
+
+static inline void _urcu_rseq_read_unlock(void)
+{
+	unsigned long ctr = CMM_LOAD_SHARED(URCU_TLS(urcu_rseq_reader).ctr);
+
+	if (caa_unlikely((ctr & ~1UL) != URCU_RSEQ_NEST_ONE)) {
+		CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr,
+				ctr - URCU_RSEQ_NEST_ONE);
+		return;
+	}
+	/*
+	 * Every access of the section comes before the unlock count. Pairs
+	 * with the membarrier of the grace period ("A" in src/urcu-rseq.c).
+	 * ctr goes to 0 before the count so that a handler running between
+	 * the two counts its own section instead of nesting in one that is
+	 * about to end.
+	 */
+	_urcu_rseq_smp_mb_slave();
+	CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr, 0);
+	cmm_barrier();
+	_urcu_rseq_count(_urcu_rseq_cpus(), 2 + (ctr & 1));
+}
+
+static inline int _urcu_rseq_read_ongoing(void)
+{
+	return CMM_LOAD_SHARED(URCU_TLS(urcu_rseq_reader).ctr) != 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* _URCU_STATIC_URCU_RSEQ_H */

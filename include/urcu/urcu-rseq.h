@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * urcu/urcu-rseq.h - an RCU flavor whose readers count on per-CPU counters
+ * with rseq: no thread registration, and a grace period whose cost grows
+ * with the number of CPUs, not of threads. It follows liburcu's flavor
+ * conventions: the urcu_rseq_* names below, the generic names
+ * (rcu_read_lock(), synchronize_rcu(), call_rcu(), rcu_flavor ...) through
+ * <urcu/map/urcu-rseq.h>, the read side inline with _LGPL_SOURCE, and
+ * urcu_rseq_flavor for liburcu-cds (cds_lfht_new_flavor()).
+ *
+ * What it guarantees (the same as liburcu's flavors): when
+ * urcu_rseq_synchronize_rcu() returns, every read-side section that was
+ * running when it was called has ended, and a full memory barrier
+ * separates each such section's accesses from the caller's later ones;
+ * a section that began after the call sees every store the caller made
+ * before the call. urcu_rseq_call_rcu() runs its callback after such a
+ * grace period, on the flavor's worker thread.
+ *
+ * Who may call what:
+ * - read_lock/read_unlock/read_ongoing: any thread, registered or not,
+ *   async-signal-safe; sections nest. A thread must not synchronize_rcu()
+ *   or barrier() inside a section (it would wait for itself).
+ * - synchronize_rcu, call_rcu: any thread; call_rcu also from callbacks.
+ *   Concurrent synchronize_rcu() callers share grace periods.
+ * - barrier: any thread outside a section, but not from a callback.
+ * - register/unregister_thread, thread_offline/online, quiescent_state:
+ *   accepted for compatibility, never required.
+ * - fork: call urcu_rseq_call_rcu_before_fork() before fork() and the
+ *   matching after_fork function in parent and child (or install them with
+ *   pthread_atfork()), as with liburcu's flavors.
+ */
+#ifndef _URCU_URCU_RSEQ_H
+#define _URCU_URCU_RSEQ_H
+
+#include <stdlib.h>
+#include <pthread.h>
+#include <urcu/pointer.h>
+#include <urcu/rseq.h>
+#include <urcu/call-rcu.h>
+#include <urcu/flavor.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include <urcu/map/urcu-rseq.h>
+
+#ifdef _LGPL_SOURCE
+
+#include <urcu/static/urcu-rseq.h>
+
+#define urcu_rseq_read_lock		_urcu_rseq_read_lock
+#define urcu_rseq_read_unlock		_urcu_rseq_read_unlock
+#define urcu_rseq_read_ongoing		_urcu_rseq_read_ongoing
+
+#else /* !_LGPL_SOURCE */
+
+URCU_RSEQ_API void urcu_rseq_read_lock(void);
+URCU_RSEQ_API void urcu_rseq_read_unlock(void);
+URCU_RSEQ_API int urcu_rseq_read_ongoing(void);
+
+#endif /* !_LGPL_SOURCE */
+
+URCU_RSEQ_API void urcu_rseq_synchronize_rcu(void);
+
+/* Optional: registers the thread's rseq area early; never required. */
+URCU_RSEQ_API void urcu_rseq_register_thread(void);
+URCU_RSEQ_API void urcu_rseq_unregister_thread(void);
+
+/* Idempotent; the library calls it from its constructor. */
+URCU_RSEQ_API void urcu_rseq_init(void);
+URCU_RSEQ_API void urcu_rseq_exit(void);
+
+/* No quiescent states to announce: readers are counted, not scanned. */
+static inline void urcu_rseq_quiescent_state(void)
+{
+}
+
+static inline void urcu_rseq_thread_offline(void)
+{
+}
+
+static inline void urcu_rseq_thread_online(void)
+{
+}
+
+/*
+ * call_rcu. One worker thread per process, created on first use, runs
+ * every callback after a grace period, in the order they were queued.
+ * The call_rcu data functions keep liburcu's signatures: the only data is
+ * the default one, which every get_*() returns (get_cpu and get_thread
+ * return NULL, as liburcu does when none was set), create_call_rcu_data()
+ * returns it too, and freeing it is a no-op.
+ */
+URCU_RSEQ_API void urcu_rseq_call_rcu(struct rcu_head *head,
+		void (*func)(struct rcu_head *head));
+URCU_RSEQ_API void urcu_rseq_barrier(void);
+
+URCU_RSEQ_API struct call_rcu_data *urcu_rseq_create_call_rcu_data(
+		unsigned long flags, int cpu_affinity);
+URCU_RSEQ_API void urcu_rseq_call_rcu_data_free(struct call_rcu_data *crdp);
+URCU_RSEQ_API struct call_rcu_data *urcu_rseq_get_default_call_rcu_data(void);
+URCU_RSEQ_API struct call_rcu_data *urcu_rseq_get_cpu_call_rcu_data(int cpu);
+URCU_RSEQ_API struct call_rcu_data *urcu_rseq_get_thread_call_rcu_data(void);
+URCU_RSEQ_API struct call_rcu_data *urcu_rseq_get_call_rcu_data(void);
+URCU_RSEQ_API pthread_t urcu_rseq_get_call_rcu_thread(
+		struct call_rcu_data *crdp);
+URCU_RSEQ_API void urcu_rseq_set_thread_call_rcu_data(
+		struct call_rcu_data *crdp);
+URCU_RSEQ_API int urcu_rseq_set_cpu_call_rcu_data(int cpu,
+		struct call_rcu_data *crdp);
+URCU_RSEQ_API int urcu_rseq_create_all_cpu_call_rcu_data(unsigned long flags);
+URCU_RSEQ_API void urcu_rseq_free_all_cpu_call_rcu_data(void);
+
+/* Fork: pause the worker and hold the grace-period lock across fork(). */
+URCU_RSEQ_API void urcu_rseq_call_rcu_before_fork(void);
+URCU_RSEQ_API void urcu_rseq_call_rcu_after_fork_parent(void);
+URCU_RSEQ_API void urcu_rseq_call_rcu_after_fork_child(void);
+
+/*
+ * defer_rcu: synchronous here (a grace period, then @fct(@p)), which is
+ * what liburcu's defer_rcu() falls back to when its queue is full; the
+ * registration and barrier functions have nothing to do.
+ */
+URCU_RSEQ_API void urcu_rseq_defer_rcu(void (*fct)(void *p), void *p);
+URCU_RSEQ_API int urcu_rseq_defer_register_thread(void);
+URCU_RSEQ_API void urcu_rseq_defer_unregister_thread(void);
+URCU_RSEQ_API void urcu_rseq_defer_barrier(void);
+URCU_RSEQ_API void urcu_rseq_defer_barrier_thread(void);
+URCU_RSEQ_API void urcu_rseq_defer_exit(void);
+
+/* liburcu-cds registers its resize worker's fork hooks here. */
+URCU_RSEQ_API void urcu_rseq_register_rculfhash_atfork(
+		struct urcu_atfork *atfork);
+URCU_RSEQ_API void urcu_rseq_unregister_rculfhash_atfork(
+		struct urcu_atfork *atfork);
+
+URCU_RSEQ_API extern const struct rcu_flavor_struct urcu_rseq_flavor;
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifndef URCU_API_MAP
+#include <urcu/map/clear.h>
+#endif
+
+#endif /* _URCU_URCU_RSEQ_H */

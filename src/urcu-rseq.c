@@ -1,0 +1,679 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The urcu-rseq RCU flavor: grace periods over per-CPU reader counters.
+ *
+ * Readers (include/urcu/static/urcu-rseq.h): an outermost read_lock()
+ * reads the period p, adds 1 to lock[p] of its CPU (one rseq critical
+ * section, or an atomic add on the fallback slot), and read_unlock() adds 1
+ * to unlock[p] of whatever CPU it runs on then. Between the count and the
+ * section's accesses there is only a compiler barrier. With membarrier
+ * unavailable, both become full barriers and every "membarrier" below is a
+ * full barrier of the updater.
+ *
+ * Correctness argument. The membarrier used here (MEMBARRIER_CMD_PRIVATE_
+ * EXPEDITED) gives, for every thread T of the process, a point in T's
+ * program order such that T's accesses before it are complete (visible to
+ * and ordered before) everything the caller does after the call returns,
+ * and T's accesses after it see everything the caller did before the call.
+ *
+ * Check of period q ("is q idle"):
+ *	u = sum of unlock[q] over all slots;	(t1)
+ *	membarrier;				(M)
+ *	l = sum of lock[q] over all slots;	(t2)
+ *	idle when l == u.
+ * Each slot only grows, so u counts a set U of unlock increments and l a
+ * set L of lock increments. Take a section S of period q, with lock
+ * increment I and unlock increment J (J after I in S's program order,
+ * possibly on another CPU: only the totals are used).
+ *  A. If J is in U, J executed before t1, so S's thread passed J before
+ *     its M point: all of S's accesses, which precede J in program order
+ *     (read_unlock's compiler barrier), are complete when M returns. And I
+ *     precedes J, so I is in L. Hence U maps one-to-one into L.
+ *  B. If I is not in L, S's M point came before I (else I would be
+ *     visible at t2): S's accesses, which follow I in program order
+ *     (read_lock's compiler barrier), see everything the updater stored
+ *     before M.
+ * If l == u, the map of A is onto L: every section of period q is either
+ * finished (A) or saw the updater's stores before M (B). Neither case lets
+ * a section reach memory that the caller of synchronize_rcu() unlinked
+ * before the call and frees after it. The counters are compared modulo
+ * 2^64: wrapping would need 2^64 sections between t1 and t2.
+ *
+ * A grace period checks both periods, each after it began: that alone is
+ * correct. The flip between the two checks is for progress only: new
+ * readers take the other period, so the one waited on drains. The first
+ * check, on the period that was not current, waits out stragglers (readers
+ * that read the period before the previous flip and counted after its
+ * check); there are at most as many as there were threads reading then.
+ * The period value itself needs no ordering.
+ *
+ * Sharing grace periods: gp_seq is odd while one runs, under gp_lock. A
+ * caller snapshots gp_seq (after a full barrier, "C") and needs a grace
+ * period that began after the snapshot: when it gets gp_lock and gp_seq has
+ * reached (snap + 3) & ~1, another thread ran one whose membarriers came
+ * after its stores, and gp_lock orders that grace period before its return.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
+#include <urcu/wfcqueue.h>
+
+#include <urcu/urcu-rseq.h>
+#include <urcu/static/urcu-rseq.h>
+#include "common.h"
+
+#define PRIMITIVE "urcu-rseq"
+
+struct urcu_rseq_gp urcu_rseq_gp;
+DEFINE_URCU_TLS(struct urcu_rseq_reader, urcu_rseq_reader);
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t gp_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long gp_seq;	/* odd while a grace period runs */
+
+static void die(const char *msg, int err)
+{
+	fprintf(stderr, "liburcu-rseq: %s: %s: %s\n", PRIMITIVE, msg,
+		strerror(err));
+	abort();
+}
+
+static int sys_membarrier(int cmd, unsigned int flags)
+{
+	return (int) syscall(__NR_membarrier, cmd, flags, 0);
+}
+
+static int membarrier_register(void)
+{
+	return sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0);
+}
+
+/* Decided once, before any reader can count: readers rely on the answer. */
+static int membarrier_probe(void)
+{
+	const char *env = getenv("URCU_RSEQ_NO_MEMBARRIER");
+	int ret;
+
+	if (env && *env && strcmp(env, "0") != 0)
+		return 0;
+	ret = sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
+	if (ret < 0 || !(ret & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return 0;
+	return membarrier_register() == 0;
+}
+
+/* The updater's half of every pairing in the argument above ("M"). */
+static void heavy_barrier(void)
+{
+	if (!urcu_rseq_gp.has_membarrier) {
+		cmm_smp_mb();	/* Pairs with _urcu_rseq_smp_mb_slave(). */
+		return;
+	}
+	if (caa_likely(sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0))
+		return;
+	/* A fork child whose parent skipped the fork hooks: register now. */
+	if (errno == EPERM && membarrier_register() == 0
+			&& sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0)
+		return;
+	die("membarrier failed", errno);
+}
+
+static struct call_rcu_data *crd_default(void);
+
+void urcu_rseq_init(void)
+{
+	struct urcu_rseq_gp_cpu *slots;
+	int n;
+
+	if (caa_likely(CMM_LOAD_SHARED(urcu_rseq_gp.cpus) != NULL))
+		return;
+	pthread_mutex_lock(&init_lock);
+	if (urcu_rseq_gp.cpus)
+		goto out;
+	n = urcu_rseq_nr_cpus();
+	/* Slot -1 is the fallback readers' (atomic adds only). */
+	if (posix_memalign((void **) &slots, CAA_CACHE_LINE_SIZE,
+			(size_t) (n + 1) * sizeof(*slots)))
+		die("cannot allocate the reader counters", ENOMEM);
+	memset(slots, 0, (size_t) (n + 1) * sizeof(*slots));
+	urcu_rseq_gp.nr_cpus = n;
+	urcu_rseq_gp.has_membarrier = membarrier_probe();
+	(void) crd_default();
+	/*
+	 * Readers reach the zeroed slots through the pointer (address
+	 * dependency); has_membarrier read stale as 0 only costs them a
+	 * barrier.
+	 */
+	cmm_smp_wmb();
+	CMM_STORE_SHARED(urcu_rseq_gp.cpus, slots + 1);
+out:
+	pthread_mutex_unlock(&init_lock);
+}
+
+void urcu_rseq_read_lock(void)
+{
+	_urcu_rseq_read_lock();
+}
+
+void urcu_rseq_read_unlock(void)
+{
+	_urcu_rseq_read_unlock();
+}
+
+int urcu_rseq_read_ongoing(void)
+{
+	return _urcu_rseq_read_ongoing();
+}
+
+void urcu_rseq_register_thread(void)
+{
+	urcu_rseq_init();
+	/* Only moves the lazy rseq registration out of the first section. */
+	(void) urcu_rseq_thread_register();
+}
+
+void urcu_rseq_unregister_thread(void)
+{
+}
+
+/* Sum of counter @word (0,1: lock[p]; 2,3: unlock[p]) over every slot. */
+static uintptr_t counter_sum(size_t word)
+{
+	const struct urcu_rseq_gp_cpu *cpus = urcu_rseq_gp.cpus;
+	uintptr_t sum = 0;
+	int i;
+
+	for (i = -1; i < urcu_rseq_gp.nr_cpus; i++)
+		sum += (uintptr_t) CMM_LOAD_SHARED(
+				((const intptr_t *) &cpus[i])[word]);
+	return sum;
+}
+
+/* The check of the argument above: unlocks (t1), M, locks (t2). */
+static bool period_idle(unsigned long q)
+{
+	uintptr_t unlocks = counter_sum(2 + q);
+
+	urcu_rseq_fi_point();
+	/*
+	 * Pairs with the compiler barriers (or full barriers) of
+	 * _urcu_rseq_read_lock() ("B") and _urcu_rseq_read_unlock() ("A").
+	 */
+	heavy_barrier();
+	urcu_rseq_fi_point();
+	return counter_sum(q) == unlocks;
+}
+
+static void wait_period_idle(unsigned long q)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+	uintptr_t unlocks;
+
+	while (!period_idle(q)) {
+		/*
+		 * Poll without membarrier (no IPIs to every CPU) until the
+		 * sums look equal, then check for real.
+		 */
+		do {
+			urcu_rseq_backoff(&b);
+			unlocks = counter_sum(2 + q);
+			cmm_smp_rmb();
+		} while (counter_sum(q) != unlocks);
+	}
+}
+
+void urcu_rseq_synchronize_rcu(void)
+{
+	unsigned long snap, target, period;
+
+	urcu_rseq_debug_check(!_urcu_rseq_read_ongoing(), PRIMITIVE,
+		"synchronize_rcu() inside a read-side critical section");
+	urcu_rseq_init();
+	/*
+	 * "C": the caller's stores (the unlink) come before the snapshot.
+	 * Pairs with the full barrier after the increment of gp_seq below:
+	 * a grace period this caller did not see start ran its membarriers
+	 * after its stores.
+	 */
+	cmm_smp_mb();
+	snap = CMM_LOAD_SHARED(gp_seq);
+	target = (snap + 3) & ~1UL;
+	pthread_mutex_lock(&gp_lock);
+	if ((long) (gp_seq - target) >= 0)
+		goto out;
+	CMM_STORE_SHARED(gp_seq, gp_seq + 1);
+	cmm_smp_mb();	/* Pairs with "C". */
+	period = urcu_rseq_gp.period;
+	wait_period_idle((period + 1) & 1);
+	CMM_STORE_SHARED(urcu_rseq_gp.period, period + 1);
+	urcu_rseq_fi_point();
+	wait_period_idle(period & 1);
+	CMM_STORE_SHARED(gp_seq, gp_seq + 1);
+out:
+	/* Orders the grace period before the caller's frees (and before
+	 * those of callers that share it, who take gp_lock after us). */
+	pthread_mutex_unlock(&gp_lock);
+}
+
+/*
+ * call_rcu: one queue, one worker thread per process. The worker takes
+ * the whole queue, waits for a grace period, then runs the batch in order;
+ * callbacks queued meanwhile make up the next batch.
+ */
+struct call_rcu_data {
+	struct cds_wfcq_head head;
+	struct cds_wfcq_tail tail;
+	int32_t futex;		/* -1: the worker is going to sleep */
+	int32_t flags;		/* URCU_CALL_RCU_PAUSE/PAUSED/STOP/STOPPED */
+	int started;
+	pthread_t tid;
+	pthread_mutex_t lock;	/* worker creation, fork, exit */
+	struct urcu_atfork *atfork;
+};
+
+static struct call_rcu_data crd = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+static int crd_ready;
+
+static struct call_rcu_data *crd_default(void)
+{
+	if (!crd_ready) {
+		cds_wfcq_init(&crd.head, &crd.tail);
+		crd_ready = 1;
+	}
+	return &crd;
+}
+
+static void worker_wake(void)
+{
+	/* Pairs with the full barrier in worker_wait(). */
+	cmm_smp_mb();
+	if (uatomic_read(&crd.futex) == -1) {
+		uatomic_set(&crd.futex, 0);
+		urcu_rseq_futex_wake(&crd.futex, 1);
+	}
+}
+
+static void worker_wait(void)
+{
+	uatomic_set(&crd.futex, -1);
+	/*
+	 * Pairs with worker_wake(): an enqueuer either sees -1 and wakes us,
+	 * or we see its node (or flag) here.
+	 */
+	cmm_smp_mb();
+	if (!cds_wfcq_empty(&crd.head, &crd.tail)
+			|| (uatomic_read(&crd.flags)
+				& (URCU_CALL_RCU_PAUSE | URCU_CALL_RCU_STOP))) {
+		uatomic_set(&crd.futex, 0);
+		return;
+	}
+	while (uatomic_read(&crd.futex) == -1)
+		(void) urcu_rseq_futex_wait(&crd.futex, -1, CLOCK_MONOTONIC,
+				NULL);
+}
+
+static void worker_pause(void)
+{
+	int32_t flags;
+
+	uatomic_or(&crd.flags, URCU_CALL_RCU_PAUSED);
+	while ((flags = uatomic_read(&crd.flags)) & URCU_CALL_RCU_PAUSE)
+		(void) urcu_rseq_futex_wait(&crd.flags, flags,
+				CLOCK_MONOTONIC, NULL);
+	uatomic_and(&crd.flags, ~URCU_CALL_RCU_PAUSED);
+}
+
+static void run_batch(struct __cds_wfcq_head *bh, struct cds_wfcq_tail *bt)
+{
+	struct cds_wfcq_node *node, *next;
+
+	__cds_wfcq_for_each_blocking_safe(bh, bt, node, next) {
+		struct rcu_head *head =
+			caa_container_of(node, struct rcu_head, next);
+
+		head->func(head);
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct __cds_wfcq_head bh;
+	struct cds_wfcq_tail bt;
+	int32_t flags;
+
+	(void) arg;
+	for (;;) {
+		flags = uatomic_read(&crd.flags);
+		if (flags & URCU_CALL_RCU_PAUSE) {
+			worker_pause();
+			continue;
+		}
+		if (cds_wfcq_empty(&crd.head, &crd.tail)) {
+			if (flags & URCU_CALL_RCU_STOP)
+				break;
+			worker_wait();
+			continue;
+		}
+		/* The worker is the only dequeuer: no lock needed. */
+		__cds_wfcq_init(&bh, &bt);
+		(void) __cds_wfcq_splice_blocking(&bh, &bt, &crd.head,
+				&crd.tail);
+		urcu_rseq_synchronize_rcu();
+		run_batch(&bh, &bt);
+	}
+	uatomic_or(&crd.flags, URCU_CALL_RCU_STOPPED);
+	return NULL;
+}
+
+/* Called with crd.lock held. */
+static void worker_start_locked(void)
+{
+	sigset_t all, old;
+	int ret;
+
+	if (crd.started)
+		return;
+	/* The worker inherits a mask that keeps process signals away. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	ret = pthread_create(&crd.tid, NULL, worker, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		die("cannot create the call_rcu worker", ret);
+	CMM_STORE_SHARED(crd.started, 1);
+}
+
+static void worker_start(void)
+{
+	if (caa_likely(CMM_LOAD_SHARED(crd.started)))
+		return;
+	pthread_mutex_lock(&crd.lock);
+	worker_start_locked();
+	pthread_mutex_unlock(&crd.lock);
+}
+
+void urcu_rseq_call_rcu(struct rcu_head *head,
+		void (*func)(struct rcu_head *head))
+{
+	urcu_rseq_debug_check(head && func, PRIMITIVE,
+		"call_rcu() with a NULL head or callback");
+	if (caa_unlikely(!head || !func))
+		return;
+	urcu_rseq_init();
+	cds_wfcq_node_init(&head->next);
+	head->func = func;
+	(void) cds_wfcq_enqueue(&crd.head, &crd.tail, &head->next);
+	worker_start();
+	worker_wake();
+}
+
+struct barrier_completion {
+	struct rcu_head head;
+	int32_t done;
+};
+
+static void barrier_complete(struct rcu_head *head)
+{
+	struct barrier_completion *c =
+		caa_container_of(head, struct barrier_completion, head);
+
+	uatomic_set(&c->done, 1);
+	/* A stale address is harmless here: waiters recheck their word. */
+	urcu_rseq_futex_wake(&c->done, 1);
+}
+
+void urcu_rseq_barrier(void)
+{
+	struct barrier_completion c;
+
+	urcu_rseq_debug_check(!_urcu_rseq_read_ongoing(), PRIMITIVE,
+		"rcu_barrier() inside a read-side critical section");
+	if (CMM_LOAD_SHARED(crd.started)
+			&& pthread_equal(pthread_self(), crd.tid)) {
+		/* From a callback: it would wait for itself. */
+		urcu_rseq_debug_check(0, PRIMITIVE,
+			"rcu_barrier() called from a call_rcu callback");
+		return;
+	}
+	c.done = 0;
+	/* FIFO: every callback queued before ours has run when ours does. */
+	urcu_rseq_call_rcu(&c.head, barrier_complete);
+	while (!uatomic_read(&c.done))
+		(void) urcu_rseq_futex_wait(&c.done, 0, CLOCK_MONOTONIC, NULL);
+}
+
+/*
+ * Fork. Before: no worker may be half-way through a batch, and no thread
+ * may hold gp_lock (the child could never take it). The child has no
+ * worker: it starts one if callbacks were pending, and registers
+ * membarrier again (a new mm starts unregistered).
+ */
+void urcu_rseq_call_rcu_before_fork(void)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+
+	urcu_rseq_init();
+	pthread_mutex_lock(&crd.lock);
+	if (crd.started) {
+		uatomic_or(&crd.flags, URCU_CALL_RCU_PAUSE);
+		worker_wake();
+		while (!(uatomic_read(&crd.flags) & URCU_CALL_RCU_PAUSED))
+			urcu_rseq_backoff(&b);
+	}
+	if (crd.atfork)
+		crd.atfork->before_fork(crd.atfork->priv);
+	pthread_mutex_lock(&gp_lock);
+}
+
+void urcu_rseq_call_rcu_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&gp_lock);
+	if (crd.atfork)
+		crd.atfork->after_fork_parent(crd.atfork->priv);
+	if (crd.started) {
+		uatomic_and(&crd.flags, ~URCU_CALL_RCU_PAUSE);
+		urcu_rseq_futex_wake(&crd.flags, 1);
+		/* The worker clears PAUSED itself once it has seen this. */
+	}
+	pthread_mutex_unlock(&crd.lock);
+}
+
+void urcu_rseq_call_rcu_after_fork_child(void)
+{
+	pthread_mutex_init(&gp_lock, NULL);
+	if (urcu_rseq_gp.has_membarrier && membarrier_register())
+		die("cannot register membarrier in the fork child", errno);
+	if (crd.atfork)
+		crd.atfork->after_fork_child(crd.atfork->priv);
+	crd.started = 0;
+	crd.flags = 0;
+	crd.futex = 0;
+	pthread_mutex_init(&crd.lock, NULL);
+	if (!cds_wfcq_empty(&crd.head, &crd.tail))
+		worker_start();
+}
+
+/* Stops an idle worker so that the process leaves no thread behind. */
+void urcu_rseq_exit(void)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+	int i;
+
+	pthread_mutex_lock(&crd.lock);
+	if (!crd.started)
+		goto out;
+	uatomic_or(&crd.flags, URCU_CALL_RCU_STOP);
+	worker_wake();
+	/* Bounded: a reader stuck in a section must not hang exit. */
+	for (i = 0; i < 40; i++) {
+		if (uatomic_read(&crd.flags) & URCU_CALL_RCU_STOPPED)
+			break;
+		urcu_rseq_backoff(&b);
+	}
+	if (uatomic_read(&crd.flags) & URCU_CALL_RCU_STOPPED) {
+		pthread_join(crd.tid, NULL);
+		crd.started = 0;
+		crd.flags = 0;
+	} else {
+		uatomic_and(&crd.flags, ~URCU_CALL_RCU_STOP);
+	}
+out:
+	pthread_mutex_unlock(&crd.lock);
+}
+
+static void __attribute__((constructor)) flavor_init(void)
+{
+	urcu_rseq_init();
+}
+
+static void __attribute__((destructor)) flavor_exit(void)
+{
+	urcu_rseq_exit();
+}
+
+/* The call_rcu data functions: one worker serves every thread and CPU. */
+struct call_rcu_data *urcu_rseq_create_call_rcu_data(unsigned long flags,
+		int cpu_affinity)
+{
+	(void) flags;
+	(void) cpu_affinity;
+	return urcu_rseq_get_default_call_rcu_data();
+}
+
+void urcu_rseq_call_rcu_data_free(struct call_rcu_data *crdp)
+{
+	(void) crdp;	/* the default data is never freed, as in liburcu */
+}
+
+struct call_rcu_data *urcu_rseq_get_default_call_rcu_data(void)
+{
+	urcu_rseq_init();
+	worker_start();
+	return &crd;
+}
+
+struct call_rcu_data *urcu_rseq_get_cpu_call_rcu_data(int cpu)
+{
+	(void) cpu;
+	return NULL;
+}
+
+struct call_rcu_data *urcu_rseq_get_thread_call_rcu_data(void)
+{
+	return NULL;
+}
+
+struct call_rcu_data *urcu_rseq_get_call_rcu_data(void)
+{
+	return urcu_rseq_get_default_call_rcu_data();
+}
+
+pthread_t urcu_rseq_get_call_rcu_thread(struct call_rcu_data *crdp)
+{
+	(void) crdp;
+	urcu_rseq_get_default_call_rcu_data();
+	return crd.tid;
+}
+
+void urcu_rseq_set_thread_call_rcu_data(struct call_rcu_data *crdp)
+{
+	(void) crdp;	/* every thread already uses the one worker */
+}
+
+int urcu_rseq_set_cpu_call_rcu_data(int cpu, struct call_rcu_data *crdp)
+{
+	if (cpu < 0 || cpu >= urcu_rseq_nr_cpus()
+			|| (crdp != NULL && crdp != &crd)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+int urcu_rseq_create_all_cpu_call_rcu_data(unsigned long flags)
+{
+	(void) flags;
+	return 0;
+}
+
+void urcu_rseq_free_all_cpu_call_rcu_data(void)
+{
+}
+
+void urcu_rseq_defer_rcu(void (*fct)(void *p), void *p)
+{
+	urcu_rseq_debug_check(fct != NULL, PRIMITIVE,
+		"defer_rcu() with a NULL function");
+	if (caa_unlikely(!fct))
+		return;
+	urcu_rseq_synchronize_rcu();
+	fct(p);
+}
+
+int urcu_rseq_defer_register_thread(void)
+{
+	return 0;
+}
+
+void urcu_rseq_defer_unregister_thread(void)
+{
+}
+
+void urcu_rseq_defer_barrier(void)
+{
+}
+
+void urcu_rseq_defer_barrier_thread(void)
+{
+}
+
+void urcu_rseq_defer_exit(void)
+{
+}
+
+void urcu_rseq_register_rculfhash_atfork(struct urcu_atfork *atfork)
+{
+	if (!atfork)
+		return;
+	pthread_mutex_lock(&crd.lock);
+	if (!crd.atfork)
+		crd.atfork = atfork;
+	pthread_mutex_unlock(&crd.lock);
+}
+
+void urcu_rseq_unregister_rculfhash_atfork(struct urcu_atfork *atfork)
+{
+	pthread_mutex_lock(&crd.lock);
+	if (crd.atfork == atfork)
+		crd.atfork = NULL;
+	pthread_mutex_unlock(&crd.lock);
+}
+
+static void quiescent_state(void)
+{
+}
+
+const struct rcu_flavor_struct urcu_rseq_flavor = {
+	.read_lock = urcu_rseq_read_lock,
+	.read_unlock = urcu_rseq_read_unlock,
+	.read_ongoing = urcu_rseq_read_ongoing,
+	.read_quiescent_state = quiescent_state,
+	.update_call_rcu = urcu_rseq_call_rcu,
+	.update_synchronize_rcu = urcu_rseq_synchronize_rcu,
+	.update_defer_rcu = urcu_rseq_defer_rcu,
+	.thread_offline = quiescent_state,
+	.thread_online = quiescent_state,
+	.register_thread = urcu_rseq_register_thread,
+	.unregister_thread = urcu_rseq_unregister_thread,
+	.barrier = urcu_rseq_barrier,
+	.register_rculfhash_atfork = urcu_rseq_register_rculfhash_atfork,
+	.unregister_rculfhash_atfork = urcu_rseq_unregister_rculfhash_atfork,
+};

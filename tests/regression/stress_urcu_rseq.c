@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * rcutorture-style stress of an RCU flavor: urcu-rseq by default, or
+ * liburcu's urcu-memb (-DTORTURE_FLAVOR_MEMB) or urcu-bp
+ * (-DTORTURE_FLAVOR_BP), built from this one source so the three are
+ * tested alike.
+ *
+ * Elements carry a "pipe" count: 0 while published, 1 once unlinked, +1
+ * after each later grace period, poisoned and freed after PIPE_LEN. A
+ * reader that holds an element inside one read-side section must never see
+ * its pipe count reach 2 (a grace period completed that should have waited
+ * for it) nor the poison. Two updaters advance elements, one with
+ * synchronize_rcu(), one with chains of call_rcu(); readers outnumber the
+ * CPUs, nest sections, yield inside them, run sections from a signal
+ * handler (signal storm) and are migrated between CPUs while inside; a
+ * spawner creates short-lived reader threads continuously. Duration:
+ * URCU_RSEQ_STRESS_MS (default 300 ms).
+ */
+#define _GNU_SOURCE
+#define _LGPL_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define URCU_API_MAP
+#if defined(TORTURE_FLAVOR_MEMB)
+#include <urcu/urcu-memb.h>
+#define FLAVOR "urcu-memb"
+#elif defined(TORTURE_FLAVOR_BP)
+#include <urcu/urcu-bp.h>
+#define FLAVOR "urcu-bp"
+#else
+#include <urcu/urcu-rseq.h>
+#define FLAVOR "urcu-rseq"
+#endif
+#include <urcu/uatomic.h>
+
+#include "tap.h"
+
+#define PIPE_LEN	4
+#define POISON		0x5a5a5a5a
+#define NR_READERS	6
+#define NR_SLOTS	2	/* [0]: synchronize_rcu updater, [1]: call_rcu */
+
+struct elem {
+	int pipe;
+	int poison;
+	int slot;
+	struct rcu_head rh;
+};
+
+static struct elem *slot[NR_SLOTS];
+static int stop;
+static unsigned long bad_pipe, bad_poison, reads, handler_reads;
+static unsigned long spawned, gps, cbs_started, cbs_done;
+static pthread_t readers[NR_READERS];
+
+static void reader_check(void)
+{
+	int i = rand() & 1;
+	struct elem *e;
+	int pipe, poison;
+
+	rcu_read_lock();
+	e = rcu_dereference(slot[i]);
+	if (e) {
+		if ((rand() & 7) == 0) {
+			/* Nested section over a yield: still one reader. */
+			rcu_read_lock();
+			sched_yield();
+			rcu_read_unlock();
+		}
+		pipe = CMM_LOAD_SHARED(e->pipe);
+		poison = CMM_LOAD_SHARED(e->poison);
+		if (pipe >= 2 || pipe < 0)
+			uatomic_inc(&bad_pipe);
+		if (poison == POISON)
+			uatomic_inc(&bad_poison);
+	}
+	rcu_read_unlock();
+}
+
+static void handler(int sig)
+{
+	int saved = errno;
+	struct elem *e;
+
+	(void) sig;
+	rcu_read_lock();
+	e = rcu_dereference(slot[0]);
+	if (e && (CMM_LOAD_SHARED(e->pipe) >= 2
+			|| CMM_LOAD_SHARED(e->poison) == POISON))
+		uatomic_inc(&bad_pipe);
+	rcu_read_unlock();
+	uatomic_inc(&handler_reads);
+	errno = saved;
+}
+
+static void *reader(void *arg)
+{
+	unsigned long n = 0;
+
+	(void) arg;
+	rcu_register_thread();
+	while (!CMM_LOAD_SHARED(stop)) {
+		reader_check();
+		n++;
+	}
+	rcu_unregister_thread();
+	uatomic_add(&reads, n);
+	return NULL;
+}
+
+static void *short_reader(void *arg)
+{
+	int i;
+
+	(void) arg;
+	rcu_register_thread();
+	for (i = 0; i < 50; i++)
+		reader_check();
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static void *spawner(void *arg)
+{
+	pthread_t t[4];
+	int i;
+
+	(void) arg;
+	while (!CMM_LOAD_SHARED(stop)) {
+		for (i = 0; i < 4; i++)
+			if (pthread_create(&t[i], NULL, short_reader, NULL))
+				t[i] = 0;
+		for (i = 0; i < 4; i++)
+			if (t[i])
+				pthread_join(t[i], NULL);
+		spawned += 4;
+	}
+	return NULL;
+}
+
+static struct elem *elem_new(int s)
+{
+	struct elem *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		abort();
+	e->slot = s;
+	return e;
+}
+
+static void elem_free(struct elem *e)
+{
+	CMM_STORE_SHARED(e->poison, POISON);
+	free(e);
+}
+
+static void *sync_updater(void *arg)
+{
+	struct elem *old;
+	int i;
+
+	(void) arg;
+	rcu_register_thread();
+	while (!CMM_LOAD_SHARED(stop)) {
+		old = rcu_xchg_pointer(&slot[0], elem_new(0));
+		if (!old)
+			continue;
+		CMM_STORE_SHARED(old->pipe, 1);
+		for (i = 1; i < PIPE_LEN; i++) {
+			synchronize_rcu();
+			CMM_STORE_SHARED(old->pipe, i + 1);
+			uatomic_inc(&gps);
+		}
+		synchronize_rcu();
+		elem_free(old);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static void cb_advance(struct rcu_head *rh)
+{
+	struct elem *e = caa_container_of(rh, struct elem, rh);
+
+	if (e->pipe >= PIPE_LEN) {
+		elem_free(e);
+		uatomic_inc(&cbs_done);
+		return;
+	}
+	CMM_STORE_SHARED(e->pipe, e->pipe + 1);
+	call_rcu(&e->rh, cb_advance);
+}
+
+static void *cb_updater(void *arg)
+{
+	struct elem *old;
+	unsigned long n = 0;
+
+	(void) arg;
+	rcu_register_thread();
+	while (!CMM_LOAD_SHARED(stop)) {
+		old = rcu_xchg_pointer(&slot[1], elem_new(1));
+		if (old) {
+			CMM_STORE_SHARED(old->pipe, 1);
+			uatomic_inc(&cbs_started);
+			call_rcu(&old->rh, cb_advance);
+		}
+		if ((++n & 255) == 0)
+			rcu_barrier();	/* keeps the backlog bounded */
+		else
+			usleep(20);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* Signals at readers every 50 us, mid-section or not. */
+static void *storm(void *arg)
+{
+	struct timespec ts = { 0, 50000 };
+	unsigned int i = 0;
+
+	(void) arg;
+	while (!CMM_LOAD_SHARED(stop)) {
+		pthread_kill(readers[i++ % NR_READERS], SIGUSR1);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* Moves readers between CPUs so that lock and unlock land on different ones. */
+static void *migrator(void *arg)
+{
+	struct timespec ts = { 0, 200000 };
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int i = 0;
+	cpu_set_t set;
+
+	(void) arg;
+	while (!CMM_LOAD_SHARED(stop) && ncpu > 1) {
+		CPU_ZERO(&set);
+		CPU_SET(i % ncpu, &set);
+		(void) pthread_setaffinity_np(readers[i % NR_READERS],
+				sizeof(set), &set);
+		i++;
+		nanosleep(&ts, NULL);
+	}
+	CPU_ZERO(&set);
+	for (i = 0; i < (unsigned int) ncpu && i < CPU_SETSIZE; i++)
+		CPU_SET(i, &set);
+	for (i = 0; i < NR_READERS; i++)
+		(void) pthread_setaffinity_np(readers[i], sizeof(set), &set);
+	return NULL;
+}
+
+int main(void)
+{
+	const char *env = getenv("URCU_RSEQ_STRESS_MS");
+	long ms = env ? atol(env) : 300;
+	pthread_t upd[2], sp, st, mig;
+	struct sigaction sa;
+	struct timespec ts;
+	int i, s;
+
+	plan_tests(6);
+	diag("flavor %s, %ld ms", FLAVOR, ms);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+
+	for (s = 0; s < NR_SLOTS; s++)
+		rcu_assign_pointer(slot[s], elem_new(s));
+	for (i = 0; i < NR_READERS; i++)
+		pthread_create(&readers[i], NULL, reader, NULL);
+	pthread_create(&upd[0], NULL, sync_updater, NULL);
+	pthread_create(&upd[1], NULL, cb_updater, NULL);
+	pthread_create(&sp, NULL, spawner, NULL);
+	pthread_create(&st, NULL, storm, NULL);
+	pthread_create(&mig, NULL, migrator, NULL);
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+	CMM_STORE_SHARED(stop, 1);
+
+	pthread_join(st, NULL);
+	pthread_join(mig, NULL);
+	pthread_join(sp, NULL);
+	pthread_join(upd[0], NULL);
+	pthread_join(upd[1], NULL);
+	for (i = 0; i < NR_READERS; i++)
+		pthread_join(readers[i], NULL);
+
+	rcu_register_thread();
+	for (s = 0; s < NR_SLOTS; s++) {
+		struct elem *e = rcu_xchg_pointer(&slot[s], NULL);
+
+		synchronize_rcu();
+		free(e);
+	}
+	/* A chain queues its next link from its callback: one barrier a link. */
+	for (i = 0; i <= PIPE_LEN; i++)
+		rcu_barrier();
+	rcu_unregister_thread();
+
+	diag("%lu reads, %lu in handlers, %lu grace periods, %lu call_rcu chains, %lu short-lived threads",
+		reads, handler_reads, gps, cbs_done, spawned);
+	ok(bad_pipe == 0, "no reader saw an element past a grace period (%lu)", bad_pipe);
+	ok(bad_poison == 0, "no reader saw a freed element (%lu)", bad_poison);
+	ok(gps > 0 && cbs_started > 0, "both updaters made progress");
+	ok(cbs_done == cbs_started, "every call_rcu chain completed (%lu of %lu)",
+		cbs_done, cbs_started);
+	ok(handler_reads > 0, "read-side sections ran in signal handlers");
+	ok(reads > 0, "readers made progress");
+	return exit_status();
+}

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The rseq thread layer, the critical-section operations and the RSEQ
+ * fence: registration, CPU numbers against pinning, mm_cid bounds, each
+ * operation's semantics, its abort path (forced and under a signal storm),
+ * the fence retiring a double buffer under oversubscription, and fork.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <urcu/uatomic.h>
+#include <urcu/rseq.h>
+#include "tap.h"
+#include "stress.h"
+
+#define SLOT_STRIDE	16	/* intptr_t: 128 bytes between CPUs' slots */
+
+static int nr_cpus;
+
+/* Retry an operation until it commits or fails its comparison. */
+#define RSEQ_RETRY(mode, idx, op)					\
+	({								\
+		int _r;							\
+		do {							\
+			(idx) = urcu_rseq_index(mode);			\
+			_r = (op);					\
+		} while (_r == URCU_RSEQ_ABORTED);			\
+		_r;							\
+	})
+
+static void test_registration(void)
+{
+	bool glibc = urcu_rseq_features & URCU_RSEQ_FEATURE_GLIBC_AREA;
+
+	diag("rseq area: %s; node_id %s; mm_cid %s",
+		glibc ? "glibc's" : "the library's own",
+		(urcu_rseq_features & URCU_RSEQ_FEATURE_NODE_ID) ? "valid" : "absent",
+		(urcu_rseq_features & URCU_RSEQ_FEATURE_MM_CID) ? "valid" :
+			"absent (CPU-number path)");
+	ok(urcu_rseq_thread_register() == 0, "register");
+	ok(urcu_rseq_thread_register() == 0, "register again is idempotent");
+	ok(urcu_rseq_available(), "rseq available to this thread");
+	ok(urcu_rseq_thread_unregister() == 0, "unregister");
+	ok(urcu_rseq_cpu() >= 0 && urcu_rseq_available(),
+		"lazy registration on next use");
+	ok(nr_cpus >= 1 && nr_cpus <= 65536, "possible CPUs: %d", nr_cpus);
+}
+
+static void test_cpu_numbers(void)
+{
+	cpu_set_t saved, set;
+	int cpu, tried = 0, good = 0;
+
+	sched_getaffinity(0, sizeof(saved), &saved);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &saved))
+			continue;
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			continue;
+		tried++;
+		if (urcu_rseq_cpu() == cpu && sched_getcpu() == cpu
+				&& urcu_rseq_index(URCU_RSEQ_INDEX_CPU) == cpu)
+			good++;
+		else
+			diag("pinned to %d, urcu_rseq_cpu() says %d", cpu,
+				urcu_rseq_cpu());
+	}
+	sched_setaffinity(0, sizeof(saved), &saved);
+	ok(tried > 0 && good == tried,
+		"urcu_rseq_cpu() equals the pinned CPU for every CPU (%d/%d)",
+		good, tried);
+}
+
+static void *mm_cid_thread(void *arg)
+{
+	int *out = arg;
+
+	*out = urcu_rseq_mm_cid();
+	return NULL;
+}
+
+static void test_mm_cid(void)
+{
+	int cids[8], i, bad = 0;
+	pthread_t t[8];
+
+	if (!(urcu_rseq_features & URCU_RSEQ_FEATURE_MM_CID)) {
+		ok(urcu_rseq_mm_cid() == -1, "mm_cid absent: -1");
+		ok(urcu_rseq_index_mode(URCU_RSEQ_INDEX_MM_CID)
+				== URCU_RSEQ_INDEX_CPU,
+			"mm_cid absent: CPU-number path");
+		return;
+	}
+	for (i = 0; i < 8; i++)
+		pthread_create(&t[i], NULL, mm_cid_thread, &cids[i]);
+	for (i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		if (cids[i] < 0 || cids[i] >= nr_cpus)
+			bad++;
+	}
+	ok(bad == 0, "mm_cid of 8 threads within [0, %d)", nr_cpus);
+	ok(urcu_rseq_index_mode(URCU_RSEQ_INDEX_MM_CID) == URCU_RSEQ_INDEX_MM_CID,
+		"mm_cid mode granted");
+}
+
+struct node {
+	struct node *next;
+	long id;
+};
+
+static void test_ops(int mode, const char *name)
+{
+	intptr_t v = 1, v2 = 2, load = 0, slots[4] = { 0 };
+	struct node n2 = { NULL, 2 }, n1 = { &n2, 1 };
+	intptr_t head = (intptr_t) &n1;
+	void *base = slots;
+	int idx, r;
+
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_cmpeqv_storev(mode, &v, 1, 10, idx));
+	ok(r == URCU_RSEQ_COMMITTED && v == 10, "%s cmpeqv_storev commits", name);
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_cmpeqv_storev(mode, &v, 1, 20, idx));
+	ok(r == URCU_RSEQ_CMPFAIL && v == 10, "%s cmpeqv_storev compare fails", name);
+
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_cmpeqv_cmpeqv_storev(mode, &v, 10,
+			&v2, 2, 11, idx));
+	ok(r == URCU_RSEQ_COMMITTED && v == 11 && v2 == 2,
+		"%s cmpeqv_cmpeqv_storev commits", name);
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_cmpeqv_cmpeqv_storev(mode, &v, 11,
+			&v2, 3, 12, idx));
+	ok(r == URCU_RSEQ_CMPFAIL && v == 11,
+		"%s cmpeqv_cmpeqv_storev second compare fails", name);
+
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_cmpnev_storeoffp_load(mode, &head, 0,
+			offsetof(struct node, next), &load, idx));
+	ok(r == URCU_RSEQ_COMMITTED && load == (intptr_t) &n1
+		&& head == (intptr_t) &n2, "%s list pop takes the head", name);
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_cmpnev_storeoffp_load(mode, &head, 0,
+			offsetof(struct node, next), &load, idx));
+	ok(r == URCU_RSEQ_COMMITTED && load == (intptr_t) &n2 && head == 0,
+		"%s list pop takes the last node", name);
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_cmpnev_storeoffp_load(mode, &head, 0,
+			offsetof(struct node, next), &load, idx));
+	ok(r == URCU_RSEQ_CMPFAIL && head == 0, "%s pop of an empty list", name);
+
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_addv(mode, &v, 5, idx));
+	ok(r == URCU_RSEQ_COMMITTED && v == 16, "%s addv", name);
+
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_deref_addv(mode, &base,
+			2 * sizeof(intptr_t), 7, idx));
+	ok(r == URCU_RSEQ_COMMITTED && slots[2] == 7 && slots[0] == 0
+		&& slots[1] == 0 && slots[3] == 0,
+		"%s deref_addv adds through the pointer", name);
+
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_cmpeqv_trystorev_storev(mode, &v, 16,
+			&v2, 30, 17, idx));
+	ok(r == URCU_RSEQ_COMMITTED && v == 17 && v2 == 30,
+		"%s cmpeqv_trystorev_storev commits both", name);
+	r = RSEQ_RETRY(mode, idx, urcu_rseq_cmpeqv_trystorev_storev(mode, &v, 16,
+			&v2, 40, 18, idx));
+	ok(r == URCU_RSEQ_CMPFAIL && v == 17 && v2 == 30,
+		"%s cmpeqv_trystorev_storev compare fails", name);
+
+	/* An index that is not the current one must take the abort path. */
+	idx = urcu_rseq_index(mode);
+	r = urcu_rseq_addv(mode, &v, 1, idx + 100000);
+	ok(r == URCU_RSEQ_ABORTED && v == 17, "%s wrong index aborts", name);
+}
+
+/* Per-CPU adds and list pops/pushes from oversubscribed threads, signal storm. */
+#define NR_NODES	64
+
+struct ops_stress {
+	intptr_t *slots;		/* nr_cpus * SLOT_STRIDE */
+	intptr_t *heads;		/* per-CPU list heads, same stride */
+	int mode;
+	unsigned long aborts;
+	unsigned long adds;
+};
+
+static void ops_stress_worker(struct stress_thread *t)
+{
+	struct ops_stress *s = t->arg;
+	unsigned long adds = 0, aborts = 0;
+	int idx, r;
+
+	while (!stress_should_stop(t)) {
+		intptr_t node;
+
+		/* Add. */
+		for (;;) {
+			idx = urcu_rseq_index(s->mode);
+			if (urcu_rseq_addv(s->mode, &s->slots[idx * SLOT_STRIDE],
+					1, idx) == URCU_RSEQ_COMMITTED)
+				break;
+			aborts++;
+		}
+		adds++;
+		/* Pop a node from this CPU's list, push it back where we run. */
+		do {
+			idx = urcu_rseq_index(s->mode);
+			r = urcu_rseq_cmpnev_storeoffp_load(s->mode,
+				&s->heads[idx * SLOT_STRIDE], 0,
+				offsetof(struct node, next), &node, idx);
+		} while (r == URCU_RSEQ_ABORTED);
+		if (r != URCU_RSEQ_COMMITTED)
+			continue;
+		for (;;) {
+			intptr_t expect;
+
+			idx = urcu_rseq_index(s->mode);
+			expect = CMM_LOAD_SHARED(s->heads[idx * SLOT_STRIDE]);
+			((struct node *) node)->next = (struct node *) expect;
+			if (urcu_rseq_cmpeqv_storev(s->mode,
+					&s->heads[idx * SLOT_STRIDE], expect,
+					node, idx) == URCU_RSEQ_COMMITTED)
+				break;
+		}
+	}
+	uatomic_add(&s->adds, adds);
+	uatomic_add(&s->aborts, aborts);
+}
+
+static void test_ops_stress(int mode, const char *name)
+{
+	struct ops_stress s = { .mode = mode };
+	struct node *nodes = calloc(NR_NODES, sizeof(*nodes));
+	struct stress_report rep;
+	intptr_t sum = 0;
+	int i, cpu, count = 0, dup = 0;
+	char *seen = calloc(NR_NODES, 1);
+
+	s.slots = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
+	s.heads = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
+	for (i = 0; i < NR_NODES; i++) {
+		cpu = i % nr_cpus;
+		nodes[i].id = i;
+		nodes[i].next = (struct node *) s.heads[cpu * SLOT_STRIDE];
+		s.heads[cpu * SLOT_STRIDE] = (intptr_t) &nodes[i];
+	}
+	stress_run(ops_stress_worker, &s, 4 * stress_nr_cpus(),
+		STRESS_SIGNALS | STRESS_MIGRATIONS, &rep);
+	for (cpu = 0; cpu < nr_cpus; cpu++) {
+		struct node *n;
+
+		sum += s.slots[cpu * SLOT_STRIDE];
+		for (n = (struct node *) s.heads[cpu * SLOT_STRIDE]; n && count <= NR_NODES;
+				n = n->next) {
+			count++;
+			if (seen[n->id]++)
+				dup++;
+		}
+	}
+	diag("%s: %lu adds, %lu aborts, %lu signals, %lu migrations", name,
+		s.adds, s.aborts, rep.signals, rep.migrations);
+	ok(sum == (intptr_t) s.adds && s.adds > 0,
+		"%s: per-CPU adds sum exactly under signals and migrations", name);
+	ok(count == NR_NODES && dup == 0,
+		"%s: per-CPU lists keep every node once (%d)", name, count);
+	if (rep.signals > 1000)
+		ok(s.aborts > 0, "%s: the abort path ran under the storm", name);
+	else
+		skip(1, "too few signals delivered to expect aborts");
+	free(s.slots);
+	free(s.heads);
+	free(nodes);
+	free(seen);
+}
+
+/*
+ * The fence retires a double buffer: writers add through the shared
+ * pointer inside their sections; the updater swaps the pointer and fences,
+ * after which the retired buffer must never change again.
+ */
+struct fence_stress {
+	void *active;
+	intptr_t *buf[2];
+	unsigned long adds;
+};
+
+static void fence_writer(struct stress_thread *t)
+{
+	struct fence_stress *s = t->arg;
+	unsigned long adds = 0;
+	int idx;
+
+	while (!stress_should_stop(t)) {
+		do {
+			idx = urcu_rseq_index(URCU_RSEQ_INDEX_CPU);
+		} while (urcu_rseq_deref_addv(URCU_RSEQ_INDEX_CPU, &s->active,
+				(long) idx * SLOT_STRIDE * sizeof(intptr_t), 1, idx)
+			!= URCU_RSEQ_COMMITTED);
+		adds++;
+	}
+	uatomic_add(&s->adds, adds);
+}
+
+static intptr_t buf_sum(intptr_t *b)
+{
+	intptr_t sum = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < nr_cpus; cpu++)
+		sum += CMM_LOAD_SHARED(b[cpu * SLOT_STRIDE]);
+	return sum;
+}
+
+static void test_fence(int rounds)
+{
+	struct fence_stress s = { 0 };
+	struct stress_group *g;
+	intptr_t total = 0, sum, later;
+	int round, late = 0, spin, fence_err = 0, cur = 0;
+
+	s.buf[0] = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
+	s.buf[1] = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
+	s.active = s.buf[0];
+	g = stress_start(fence_writer, &s, 4 * stress_nr_cpus(),
+		STRESS_SIGNALS | STRESS_MIGRATIONS);
+	for (round = 0; round < rounds; round++) {
+		intptr_t *old = s.buf[cur];
+
+		cur ^= 1;
+		/* Pairs with the load of s.active inside each writer's section. */
+		CMM_STORE_SHARED(s.active, s.buf[cur]);
+		if (urcu_rseq_fence())
+			fence_err++;
+		sum = buf_sum(old);
+		for (spin = 0; spin < 2000; spin++)
+			caa_cpu_relax();
+		if (round % 16 == 0)
+			sched_yield();
+		later = buf_sum(old);
+		if (later != sum)
+			late++;
+		total += later;
+		memset(old, 0, (size_t) nr_cpus * SLOT_STRIDE * sizeof(intptr_t));
+	}
+	stress_stop(g, NULL);
+	total += buf_sum(s.buf[cur]);
+	ok(fence_err == 0, "fence: %d rounds, no error", rounds);
+	ok(late == 0, "fence: no write to a retired buffer after the fence (%d late)",
+		late);
+	ok(total == (intptr_t) s.adds,
+		"fence: every add counted exactly once (%ld of %lu)",
+		(long) total, s.adds);
+	free(s.buf[0]);
+	free(s.buf[1]);
+}
+
+static void test_fence_cpu(void)
+{
+	int cpu, good = 0;
+
+	errno = 0;
+	ok(urcu_rseq_fence_cpu(-1) == -1 && errno == EINVAL,
+		"fence_cpu(-1): EINVAL");
+	errno = 0;
+	ok(urcu_rseq_fence_cpu(nr_cpus) == -1 && errno == EINVAL,
+		"fence_cpu(nr_cpus): EINVAL");
+	for (cpu = 0; cpu < nr_cpus; cpu++)
+		if (urcu_rseq_fence_cpu(cpu) == 0)
+			good++;
+	ok(good == nr_cpus, "fence_cpu on each possible CPU");
+}
+
+static void test_fork(void)
+{
+	pid_t pid;
+	int status = 0;
+
+	pid = fork();
+	if (pid == 0) {
+		intptr_t v = 0;
+		int idx, r;
+
+		r = RSEQ_RETRY(URCU_RSEQ_INDEX_CPU, idx,
+			urcu_rseq_addv(URCU_RSEQ_INDEX_CPU, &v, 1, idx));
+		_exit(urcu_rseq_fence() == 0 && r == URCU_RSEQ_COMMITTED
+			&& v == 1 ? 0 : 1);
+	}
+	ok(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)
+		&& WEXITSTATUS(status) == 0,
+		"after fork, the child's fence and sections work");
+}
+
+int main(void)
+{
+	int rounds = stress_duration_ms() >= 2000 ? 20000 : 1000;
+
+	nr_cpus = urcu_rseq_nr_cpus();
+	plan_no_plan();
+	if (!urcu_rseq_available() || !urcu_rseq_fence_available()) {
+		diag("rseq or the RSEQ fence unavailable here: fallback paths only");
+		ok(urcu_rseq_cpu() >= 0, "urcu_rseq_cpu() valid without rseq");
+		ok(urcu_rseq_index(URCU_RSEQ_INDEX_CPU) == -1
+			|| urcu_rseq_available(), "index -1 without rseq");
+		return exit_status();
+	}
+	test_registration();
+	test_cpu_numbers();
+	test_mm_cid();
+	test_ops(URCU_RSEQ_INDEX_CPU, "cpu");
+	if (urcu_rseq_features & URCU_RSEQ_FEATURE_MM_CID)
+		test_ops(URCU_RSEQ_INDEX_MM_CID, "mm_cid");
+	test_ops_stress(URCU_RSEQ_INDEX_CPU, "cpu");
+	test_ops_stress(urcu_rseq_index_mode(URCU_RSEQ_INDEX_MM_CID), "mm_cid");
+	test_fence(rounds);
+	test_fence_cpu();
+	test_fork();
+	return exit_status();
+}

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * urcu-rseq unit tests: nesting and read_ongoing, a grace period waits for
+ * a reader that is inside (and not for one that has left), a section inside
+ * a signal handler, call_rcu order and rcu_barrier, fork with pending
+ * callbacks, the generic names and the flavor struct, and a cds_lfht built
+ * on urcu_rseq_flavor under concurrent add/del/lookup with deferred,
+ * poisoned frees.
+ */
+#define _GNU_SOURCE
+#define _LGPL_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <urcu-rseq.h>		/* generic names mapped, as <urcu.h> */
+#include <urcu/rculfhash.h>
+#include <urcu/uatomic.h>
+
+#include "tap.h"
+
+static int reader_in, reader_release;
+
+static void *long_reader(void *arg)
+{
+	(void) arg;
+	rcu_read_lock();
+	uatomic_set(&reader_in, 1);
+	while (!uatomic_read(&reader_release))
+		usleep(1000);
+	rcu_read_unlock();
+	return NULL;
+}
+
+static int gp_done;
+
+static void *gp_thread(void *arg)
+{
+	(void) arg;
+	synchronize_rcu();
+	uatomic_set(&gp_done, 1);
+	return NULL;
+}
+
+static void test_gp_waits(void)
+{
+	pthread_t r, g;
+
+	pthread_create(&r, NULL, long_reader, NULL);
+	while (!uatomic_read(&reader_in))
+		usleep(100);
+	pthread_create(&g, NULL, gp_thread, NULL);
+	usleep(50000);
+	ok(!uatomic_read(&gp_done), "synchronize_rcu waits for a reader inside");
+	uatomic_set(&reader_release, 1);
+	pthread_join(g, NULL);
+	pthread_join(r, NULL);
+	ok(uatomic_read(&gp_done), "and returns once it left");
+}
+
+static volatile int handler_ongoing_before, handler_ongoing_inside;
+
+static void handler(int sig)
+{
+	(void) sig;
+	handler_ongoing_before = rcu_read_ongoing();
+	rcu_read_lock();
+	handler_ongoing_inside = rcu_read_ongoing();
+	rcu_read_unlock();
+}
+
+static void test_nesting_and_signal(void)
+{
+	ok(!rcu_read_ongoing(), "not ongoing outside");
+	rcu_read_lock();
+	rcu_read_lock();
+	rcu_read_unlock();
+	ok(rcu_read_ongoing(), "ongoing after an inner unlock");
+	signal(SIGUSR1, handler);
+	raise(SIGUSR1);
+	ok(handler_ongoing_before && handler_ongoing_inside,
+		"a handler nests in the interrupted section");
+	rcu_read_unlock();
+	ok(!rcu_read_ongoing(), "not ongoing after the outer unlock");
+	raise(SIGUSR1);
+	ok(!handler_ongoing_before && handler_ongoing_inside,
+		"a handler outside any section counts its own");
+	synchronize_rcu();	/* the counts balance: this returns */
+	ok(1, "grace period after handler sections");
+}
+
+#define NR_CB	1000
+static int cb_order[NR_CB], cb_next;
+static struct rcu_head cb_heads[NR_CB];
+
+static void cb(struct rcu_head *h)
+{
+	cb_order[cb_next++] = (int) (h - cb_heads);
+}
+
+static void test_call_rcu(void)
+{
+	int i, in_order = 1;
+
+	for (i = 0; i < NR_CB; i++)
+		call_rcu(&cb_heads[i], cb);
+	rcu_barrier();
+	for (i = 0; i < NR_CB; i++)
+		if (cb_order[i] != i)
+			in_order = 0;
+	ok(cb_next == NR_CB, "rcu_barrier waits for every callback");
+	ok(in_order, "callbacks run in the order they were queued");
+	ok(get_call_rcu_thread(get_default_call_rcu_data()) != pthread_self(),
+		"callbacks run on the worker");
+	ok(set_cpu_call_rcu_data(-1, NULL) == -1 && errno == EINVAL,
+		"set_cpu_call_rcu_data rejects a bad CPU");
+}
+
+static int fork_cb_ran;
+
+static void fork_cb(struct rcu_head *h)
+{
+	(void) h;
+	uatomic_set(&fork_cb_ran, 1);
+}
+
+static void test_fork(void)
+{
+	static struct rcu_head h;
+	int status = -1;
+	pid_t pid;
+
+	/*
+	 * Queued once the worker is paused: still pending at fork. (Forking
+	 * inside a read-side section would deadlock, with liburcu's flavors
+	 * too: the hooks wait for the worker's grace period, which waits for
+	 * the section.)
+	 */
+	call_rcu_before_fork();
+	call_rcu(&h, fork_cb);
+	pid = fork();
+	if (pid == 0) {
+		call_rcu_after_fork_child();
+		rcu_barrier();
+		synchronize_rcu();
+		_exit(uatomic_read(&fork_cb_ran) ? 0 : 1);
+	}
+	call_rcu_after_fork_parent();
+	rcu_barrier();
+	waitpid(pid, &status, 0);
+	ok(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		"fork child runs the pending callback and has grace periods");
+	ok(uatomic_read(&fork_cb_ran), "so does the parent");
+}
+
+static void test_flavor(void)
+{
+	ok(rcu_flavor.update_synchronize_rcu == urcu_rseq_synchronize_rcu
+		&& rcu_flavor.update_call_rcu == urcu_rseq_call_rcu,
+		"rcu_flavor is urcu_rseq_flavor");
+	urcu_rseq_flavor.read_lock();
+	ok(urcu_rseq_flavor.read_ongoing(), "flavor read_lock");
+	urcu_rseq_flavor.read_unlock();
+	urcu_rseq_flavor.update_synchronize_rcu();
+	ok(!urcu_rseq_flavor.read_ongoing(), "flavor read_unlock");
+}
+
+/* cds_lfht on urcu_rseq_flavor. */
+#define LFHT_KEYS	512
+#define LFHT_POISON	0x6b6b6b6bUL
+
+struct lnode {
+	struct cds_lfht_node node;
+	unsigned long key;
+	unsigned long value;	/* key * 3 while live, poison once freed */
+	struct rcu_head rh;
+};
+
+static struct cds_lfht *ht;
+static int lfht_stop;
+static unsigned long lfht_bad, lfht_lookups, lfht_frees;
+
+static int match(struct cds_lfht_node *n, const void *key)
+{
+	return caa_container_of(n, struct lnode, node)->key
+		== *(const unsigned long *) key;
+}
+
+static unsigned long hash(unsigned long k)
+{
+	return k * 0x9e3779b97f4a7c15UL;
+}
+
+static void lnode_free(struct rcu_head *rh)
+{
+	struct lnode *n = caa_container_of(rh, struct lnode, rh);
+
+	CMM_STORE_SHARED(n->value, LFHT_POISON);
+	free(n);
+	uatomic_inc(&lfht_frees);
+}
+
+static void *lfht_reader(void *arg)
+{
+	struct cds_lfht_iter it;
+	unsigned long k, n = 0, seed = (unsigned long) arg;
+
+	while (!uatomic_read(&lfht_stop)) {
+		seed = seed * 6364136223846793005UL + 1;
+		k = (seed >> 33) % LFHT_KEYS;
+		rcu_read_lock();
+		cds_lfht_lookup(ht, hash(k), match, &k, &it);
+		if (cds_lfht_iter_get_node(&it)) {
+			struct lnode *ln = caa_container_of(
+				cds_lfht_iter_get_node(&it), struct lnode, node);
+
+			if (CMM_LOAD_SHARED(ln->value) != k * 3)
+				uatomic_inc(&lfht_bad);
+		}
+		rcu_read_unlock();
+		n++;
+	}
+	uatomic_add(&lfht_lookups, n);
+	return NULL;
+}
+
+static void *lfht_writer(void *arg)
+{
+	struct cds_lfht_iter it;
+	unsigned long k, seed = (unsigned long) arg;
+
+	while (!uatomic_read(&lfht_stop)) {
+		seed = seed * 6364136223846793005UL + 1;
+		k = (seed >> 33) % LFHT_KEYS;
+		rcu_read_lock();
+		if (seed & (1UL << 20)) {
+			struct lnode *ln = calloc(1, sizeof(*ln));
+
+			cds_lfht_node_init(&ln->node);
+			ln->key = k;
+			ln->value = k * 3;
+			if (cds_lfht_add_unique(ht, hash(k), match, &k,
+					&ln->node) != &ln->node)
+				free(ln);
+		} else {
+			cds_lfht_lookup(ht, hash(k), match, &k, &it);
+			if (cds_lfht_iter_get_node(&it)
+					&& !cds_lfht_del(ht, cds_lfht_iter_get_node(&it)))
+				call_rcu(&caa_container_of(cds_lfht_iter_get_node(&it),
+					struct lnode, node)->rh, lnode_free);
+		}
+		rcu_read_unlock();
+	}
+	return NULL;
+}
+
+static void test_lfht(void)
+{
+	pthread_t t[6];
+	struct cds_lfht_iter it;
+	struct lnode *ln;
+	int i;
+
+	ht = cds_lfht_new_flavor(16, 16, 0,
+		CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
+		&urcu_rseq_flavor, NULL);
+	ok(ht != NULL, "cds_lfht_new_flavor with urcu_rseq_flavor");
+	if (!ht)
+		return;
+	for (i = 0; i < 6; i++)
+		pthread_create(&t[i], NULL, i < 4 ? lfht_reader : lfht_writer,
+			(void *) (unsigned long) (i + 1));
+	usleep(300000);
+	uatomic_set(&lfht_stop, 1);
+	for (i = 0; i < 6; i++)
+		pthread_join(t[i], NULL);
+	rcu_read_lock();
+	cds_lfht_for_each_entry(ht, &it, ln, node) {
+		if (!cds_lfht_del(ht, &ln->node))
+			call_rcu(&ln->rh, lnode_free);
+	}
+	rcu_read_unlock();
+	rcu_barrier();
+	diag("lfht: %lu lookups, %lu deferred frees", lfht_lookups, lfht_frees);
+	ok(lfht_bad == 0, "no lookup saw a freed node (%lu)", lfht_bad);
+	ok(cds_lfht_destroy(ht, NULL) == 0, "table destroyed empty");
+}
+
+int main(void)
+{
+	plan_tests(20);
+	test_nesting_and_signal();
+	test_gp_waits();
+	test_call_rcu();
+	test_fork();
+	test_flavor();
+	test_lfht();
+	return exit_status();
+}
