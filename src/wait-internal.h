@@ -30,7 +30,8 @@ enum urcu_wait_spin_result {
 /*
  * Spin while *@word == @val for the calling thread's adaptive budget, or
  * until @abstime on @clock (may be NULL) passes. *@start_ns receives the
- * CLOCK_MONOTONIC time the wait began, for urcu_wait_adapt().
+ * CLOCK_MONOTONIC time the spin first read the clock, for urcu_wait_adapt(),
+ * or 0 if the word changed before that (a wait too short to measure).
  */
 enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		clockid_t clock, const struct timespec *abstime,

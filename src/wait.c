@@ -33,12 +33,15 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		clockid_t clock, const struct timespec *abstime,
 		int64_t *start_ns)
 {
-	int64_t start = urcu_rseq_now_ns(CLOCK_MONOTONIC);
-	int64_t budget = wait_spin_budget_ns, last_yield = start, now;
+	int64_t budget = wait_spin_budget_ns, start = 0, last_yield = 0, now;
 	int64_t deadline = abstime ? urcu_rseq_ts_to_ns(abstime) : 0;
 	unsigned int i;
 
-	*start_ns = start;
+	/*
+	 * The clock is first read after a few pauses: a wait that ends
+	 * sooner (the common hand-off) costs no clock read at all.
+	 */
+	*start_ns = 0;
 	for (i = 1; ; i++) {
 		if (CMM_LOAD_SHARED(*word) != val)
 			return URCU_WAIT_SPIN_CHANGED;
@@ -46,6 +49,8 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		if (i & WAIT_SPIN_CHECK_MASK)
 			continue;
 		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+		if (!start)
+			*start_ns = start = last_yield = now;
 		if (abstime && (clock == CLOCK_MONOTONIC ? now :
 				urcu_rseq_now_ns(clock)) >= deadline)
 			return URCU_WAIT_SPIN_DEADLINE;
@@ -71,9 +76,11 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 
 void urcu_wait_adapt(int64_t start_ns)
 {
-	int64_t b = wait_spin_budget_ns;
-	int64_t t = urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns;
+	int64_t b = wait_spin_budget_ns, t;
 
+	if (!start_ns)
+		return;	/* ended within the first pauses: the budget covers it */
+	t = urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns;
 	if (t > WAIT_SPIN_MAX_NS)
 		b /= 2;
 	else

@@ -55,10 +55,12 @@
  *   so unlinking under the lock is safe against concurrent adds.
  *
  * Waiting adapts: a waiter spins for a budget learned from how long its
- * thread's recent waits lasted (grown when waits end while spinning, halved
- * when a wait had to sleep), yielding the CPU now and then, and then sleeps
- * on FUTEX_WAIT_PRIVATE. A waker issues the futex wake only when the waiter
- * announced it sleeps (state SLEEPING); a spinning waiter costs one CAS.
+ * thread's recent waits lasted (moved towards twice the recent wait
+ * durations, halved by waits too long to be worth spinning for), yields the
+ * CPU every 2 us and goes to sleep at once if that yield ran another thread
+ * (it competes for the CPU), then sleeps on FUTEX_WAIT_PRIVATE. A waker
+ * issues the futex wake only when the waiter announced it sleeps (state
+ * SLEEPING); a spinning waiter costs one CAS.
  *
  * A zero-filled struct urcu_wait_queue is a valid, empty queue.
  */
