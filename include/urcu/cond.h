@@ -61,6 +61,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>	/* clockid_t */
 #include <time.h>
 #include <urcu/arch.h>
 #include <urcu/system.h>

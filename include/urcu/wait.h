@@ -69,6 +69,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>	/* clockid_t */
 #include <time.h>
 #include <urcu/wfstack.h>
 #include <urcu/rseq.h>
