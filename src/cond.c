@@ -26,7 +26,7 @@ int urcu_cond_init(struct urcu_cond *c, clockid_t clock)
 		return EINVAL;
 	urcu_wait_queue_init(&c->queue);
 	c->clock = clock;
-	c->flags = 0;
+	c->waiters = 0;
 	return 0;
 }
 
@@ -34,8 +34,13 @@ int urcu_cond_destroy(struct urcu_cond *c)
 {
 	if (!c)
 		return EINVAL;
-	/* Waiters that timed out but are still queued are still blocked. */
-	if (!urcu_wait_queue_empty(&c->queue))
+	/*
+	 * Waiters that timed out but are still queued are still blocked;
+	 * woken ones may still take the queue lock until they leave.
+	 * Pairs with the barrier before the decrement in urcu_cond_wait_ops().
+	 */
+	cmm_smp_mb();
+	if (!urcu_wait_queue_empty(&c->queue) || CMM_LOAD_SHARED(c->waiters))
 		return EBUSY;
 	return 0;
 }
@@ -68,6 +73,7 @@ int urcu_cond_wait_ops(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
 		return EINVAL;
 
 	urcu_wait_node_init(&node);
+	uatomic_inc(&c->waiters);
 	/* Queued before the mutex is released: no lost wake-up. */
 	(void) urcu_wait_add(&c->queue, &node);
 	urcu_rseq_fi_point();
@@ -75,9 +81,14 @@ int urcu_cond_wait_ops(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
 	if (caa_unlikely(ret)) {
 		if (urcu_wait_cancel(&node, &chain))
 			pass_on(c, chain);
+		cmm_smp_mb();	/* Pairs with the barrier in urcu_cond_destroy(). */
+		uatomic_dec(&c->waiters);
 		return ret;
 	}
 	ret = urcu_wait_chained(&node, clock, abstime, &chain);
+	/* From here on the condition is not touched: destroy may proceed. */
+	cmm_smp_mb();	/* Pairs with the barrier in urcu_cond_destroy(). */
+	uatomic_dec(&c->waiters);
 	lret = lock_fn(lock);
 	/* Holding the mutex now: let the next broadcast waiter compete for it. */
 	if (chain)

@@ -20,9 +20,11 @@
  * - A zero-filled struct urcu_cond is valid: initialized, CLOCK_REALTIME.
  *   The structure is at most 48 bytes, the size of glibc's pthread_cond_t,
  *   and keeps its clock inside, so it can live in one.
- * - urcu_cond_destroy() returns EBUSY while a thread is blocked in a wait.
- *   Destroying right after a broadcast is allowed: woken waiters no longer
- *   touch the condition.
+ * - urcu_cond_destroy() returns EBUSY while a thread is inside a wait on
+ *   the condition, including threads a broadcast has woken that have not
+ *   yet left the wait (a woken thread whose deadline passes at that moment
+ *   still takes the condition's queue lock): destroy, and free, only once
+ *   it returned 0.
  *
  * Broadcast without a thundering herd: a broadcast pops every waiter at
  * once (they are no longer waiting: later signals cannot consume them) but
@@ -75,7 +77,7 @@ extern "C" {
 struct urcu_cond {
 	struct urcu_wait_queue queue;
 	int32_t clock;		/* clockid_t of timed waits; 0: CLOCK_REALTIME */
-	uint32_t flags;		/* reserved, zero */
+	uint32_t waiters;	/* threads inside a wait that may touch the condition */
 };
 
 #define URCU_COND_INITIALIZER	{ URCU_WAIT_QUEUE_INITIALIZER, 0, 0 }
