@@ -9,7 +9,6 @@
  * BENCH_FULL=1 runs longer.
  * TODO: move onto tests/benchmark/bench.h once it lands on main.
  */
-#define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include <pthread.h>
 #include <stdio.h>

@@ -16,7 +16,6 @@
  * spawner creates short-lived reader threads continuously. Duration:
  * URCU_RSEQ_STRESS_MS (default 300 ms).
  */
-#define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include <errno.h>
 #include <pthread.h>
