@@ -53,6 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <urcu/rseq.h>
+#include <urcu/percpu/common.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,8 +62,10 @@ extern "C" {
 /* Distance between two indices' copies of one item. */
 #define URCU_PERCPU_STRIDE	((size_t) 1 << 16)	/* 64 KiB */
 
-/* Flags of struct urcu_percpu_pool_attr (URCU_PERCPU_MM_CID also for counters). */
-#define URCU_PERCPU_MM_CID	(1U << 0)	/* index by mm_cid, not CPU number */
+/*
+ * Flags of struct urcu_percpu_pool_attr, besides URCU_PERCPU_MM_CID
+ * (urcu/percpu/common.h: index by mm_cid, not CPU number).
+ */
 #define URCU_PERCPU_NUMA	(1U << 1)	/* bind each CPU's stride to its node */
 #define URCU_PERCPU_NO_NUMA	(1U << 2)	/* never bind, even by default */
 
