@@ -432,7 +432,13 @@ static void test_fork(void)
 
 int main(void)
 {
-	int rounds = stress_duration_ms() >= 2000 ? 20000 : 1000;
+	/* 1000 rounds at the default 300 ms; fewer under emulation (vmcheck). */
+	int rounds = (int) (stress_duration_ms() * 10 / 3);
+
+	if (rounds < 100)
+		rounds = 100;
+	if (rounds > 20000)
+		rounds = 20000;
 
 	nr_cpus = urcu_rseq_nr_cpus();
 	plan_no_plan();
