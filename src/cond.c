@@ -86,18 +86,34 @@ static void cond_wait_cancelled(void *arg)
 		pass_on(f->c, chain);
 }
 
-int urcu_cond_wait_ops(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
-		urcu_cond_lock_fn unlock_fn, void *lock,
+/*
+ * The blocking part, in a frame of its own so that the cancellation
+ * buffer's setjmp does not constrain the caller's registers.
+ */
+static int cond_sleep(struct cond_wait_frame *f, int32_t clock,
+		const struct timespec *abstime, struct cds_wfs_node **chain)
+{
+	int ret;
+
+	pthread_cleanup_push(cond_wait_cancelled, f);
+	ret = urcu_wait_chained(&f->node, clock, abstime, chain, true);
+	pthread_cleanup_pop(0);
+	return ret;
+}
+
+/* The one wait behind every face; @clock < 0: the condition's clock. */
+static int cond_wait(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
+		urcu_cond_lock_fn unlock_fn, void *lock, int32_t clock,
 		const struct timespec *abstime)
 {
 	struct cond_wait_frame f;
 	struct cds_wfs_node *chain;
 	int ret, lret;
-	int32_t clock;
 
 	if (!c || !lock_fn || !unlock_fn)
 		return EINVAL;
-	clock = CMM_LOAD_SHARED(c->clock);
+	if (clock < 0)
+		clock = CMM_LOAD_SHARED(c->clock);
 	if (!clock_ok(clock) || (abstime && !urcu_rseq_ts_valid(abstime)))
 		return EINVAL;
 
@@ -114,9 +130,7 @@ int urcu_cond_wait_ops(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
 			pass_on(c, chain);
 		return ret;
 	}
-	pthread_cleanup_push(cond_wait_cancelled, &f);
-	ret = urcu_wait_chained(&f.node, clock, abstime, &chain, true);
-	pthread_cleanup_pop(0);
+	ret = cond_sleep(&f, clock, abstime, &chain);
 	/*
 	 * From here on the condition is not touched: the waker that woke us
 	 * was done with it (signal), or detached us (broadcast).
@@ -126,6 +140,13 @@ int urcu_cond_wait_ops(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
 	if (chain)
 		urcu_wait_wake_chain(chain);
 	return lret ? lret : ret;
+}
+
+int urcu_cond_wait_ops(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
+		urcu_cond_lock_fn unlock_fn, void *lock,
+		const struct timespec *abstime)
+{
+	return cond_wait(c, lock_fn, unlock_fn, lock, -1, abstime);
 }
 
 static int mutex_lock(void *m)
@@ -151,6 +172,14 @@ int urcu_cond_timedwait(struct urcu_cond *c, pthread_mutex_t *m,
 	if (!m || !abstime)
 		return EINVAL;
 	return urcu_cond_wait_ops(c, mutex_lock, mutex_unlock, m, abstime);
+}
+
+int urcu_cond_clockwait(struct urcu_cond *c, pthread_mutex_t *m,
+		clockid_t clock, const struct timespec *abstime)
+{
+	if (!m || !abstime || !clock_ok(clock))
+		return EINVAL;
+	return cond_wait(c, mutex_lock, mutex_unlock, m, clock, abstime);
 }
 
 int urcu_cond_signal(struct urcu_cond *c)

@@ -115,6 +115,9 @@ URCU_RSEQ_API int urcu_cond_wait_ops(struct urcu_cond *c,
 URCU_RSEQ_API int urcu_cond_wait(struct urcu_cond *c, pthread_mutex_t *m);
 URCU_RSEQ_API int urcu_cond_timedwait(struct urcu_cond *c, pthread_mutex_t *m,
 		const struct timespec *abstime);
+/* As urcu_cond_timedwait(), @abstime on @clock (REALTIME or MONOTONIC). */
+URCU_RSEQ_API int urcu_cond_clockwait(struct urcu_cond *c, pthread_mutex_t *m,
+		clockid_t clock, const struct timespec *abstime);
 URCU_RSEQ_API int urcu_cond_signal(struct urcu_cond *c);	/* 0 or EINVAL */
 URCU_RSEQ_API int urcu_cond_broadcast(struct urcu_cond *c);	/* 0 or EINVAL */
 
