@@ -33,6 +33,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -107,6 +108,7 @@ static void *real_fn(enum preload_fn fn)
  * the only cost is one load of a flag that never changes.
  */
 static int stats_on;
+static int stats_fd = -1;	/* a copy of stderr: programs close theirs */
 static unsigned long stats[NR_FN + 1];	/* + forwarded to glibc */
 
 static inline void count(enum preload_fn fn, bool forwarded)
@@ -124,14 +126,16 @@ static void preload_init(void)
 	const char *s = getenv("URCU_RSEQ_PRELOAD_STATS");
 
 	stats_on = s && *s && strcmp(s, "0") != 0;
+	if (stats_on)
+		stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
 }
 
 __attribute__((destructor))
 static void preload_fini(void)
 {
-	if (!stats_on)
+	if (!stats_on || stats_fd < 0)
 		return;
-	fprintf(stderr, "urcu-rseq pthread_cond preload: init %lu destroy %lu "
+	dprintf(stats_fd, "urcu-rseq pthread_cond preload: init %lu destroy %lu "
 		"wait %lu timedwait %lu clockwait %lu signal %lu broadcast %lu "
 		"forwarded %lu\n",
 		uatomic_read(&stats[FN_INIT]), uatomic_read(&stats[FN_DESTROY]),
