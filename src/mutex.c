@@ -43,6 +43,8 @@
  * slows their hand-over by pulling the line away.
  */
 #define SPIN_MAX_LOST		4
+/* A waiter in the hand-off slot re-checks the lock word this often. */
+#define HANDOFF_POLL_NS		2000000
 
 #ifndef AT_RSEQ_FEATURE_SIZE
 #define AT_RSEQ_FEATURE_SIZE	27
@@ -349,12 +351,12 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra)
 }
 
 static int futex_sleep(struct urcu_mutex_thread *me, int32_t *word,
-		int32_t val, const struct timespec *abstime)
+		int32_t val, clockid_t clock, const struct timespec *abstime)
 {
 	int ret;
 
 	uatomic_inc(&me->blocked);
-	ret = urcu_rseq_futex_wait(word, val, CLOCK_REALTIME, abstime);
+	ret = urcu_rseq_futex_wait(word, val, clock, abstime);
 	uatomic_dec(&me->blocked);
 	return ret;
 }
@@ -368,6 +370,8 @@ static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
 		const struct timespec *abstime)
 {
 	uint32_t id = me->id;
+	struct timespec ts;
+	int64_t poll;
 	int32_t g, s;
 	int ret;
 
@@ -396,8 +400,18 @@ static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
 			continue;
 		}
 		urcu_rseq_fi_point();
-		ret = futex_sleep(me, &me->grant, g, abstime);
-		if (ret != ETIMEDOUT)
+		/*
+		 * The bit we saw may be stale: set by a waiter that has left
+		 * the slot, and about to be cleared by an unlock that found
+		 * the slot empty before we took it. Poll, so that such a
+		 * clear cannot strand us: the loop sets the bit again.
+		 */
+		poll = urcu_rseq_now_ns(CLOCK_MONOTONIC) + HANDOFF_POLL_NS;
+		ts.tv_sec = (time_t) (poll / URCU_RSEQ_NSEC_PER_SEC);
+		ts.tv_nsec = (long) (poll % URCU_RSEQ_NSEC_PER_SEC);
+		ret = futex_sleep(me, &me->grant, g, CLOCK_MONOTONIC, &ts);
+		if (ret != ETIMEDOUT || !abstime
+				|| !urcu_rseq_ts_passed(CLOCK_REALTIME, abstime))
 			continue;
 		if (uatomic_cmpxchg(&m->handoff, (int32_t) id, 0) == (int32_t) id)
 			return ETIMEDOUT;
@@ -442,7 +456,7 @@ static int lock_slow(struct urcu_mutex *m, const struct timespec *abstime)
 			s |= STATE_SLEEPERS;
 		}
 		urcu_rseq_fi_point();
-		ret = futex_sleep(me, &m->state, s, abstime);
+		ret = futex_sleep(me, &m->state, s, CLOCK_REALTIME, abstime);
 		/*
 		 * Once we slept, others may sleep behind us and the unlock
 		 * that woke us cleared the bit: keep it when we take the lock.
