@@ -144,11 +144,13 @@ void urcu_rseq_init(void)
 	memset(slots, 0, (size_t) (n + 1) * sizeof(*slots));
 	urcu_rseq_gp.nr_cpus = n;
 	urcu_rseq_gp.has_membarrier = membarrier_probe();
+	if (!urcu_rseq_gp.has_membarrier)
+		urcu_rseq_gp.period |= URCU_RSEQ_FULL_MB;
 	(void) crd_default();
 	/*
 	 * Readers reach the zeroed slots through the pointer (address
-	 * dependency); has_membarrier read stale as 0 only costs them a
-	 * barrier.
+	 * dependency). Before this constructor no reader can run, so none
+	 * reads the URCU_RSEQ_FULL_MB bit stale.
 	 */
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(urcu_rseq_gp.cpus, slots + 1);
@@ -250,10 +252,10 @@ void urcu_rseq_synchronize_rcu(void)
 	CMM_STORE_SHARED(gp_seq, gp_seq + 1);
 	cmm_smp_mb();	/* Pairs with "C". */
 	period = urcu_rseq_gp.period;
-	wait_period_idle((period + 1) & 1);
-	CMM_STORE_SHARED(urcu_rseq_gp.period, period + 1);
+	wait_period_idle((period & URCU_RSEQ_PERIOD) ^ 1);
+	CMM_STORE_SHARED(urcu_rseq_gp.period, period ^ URCU_RSEQ_PERIOD);
 	urcu_rseq_fi_point();
-	wait_period_idle(period & 1);
+	wait_period_idle(period & URCU_RSEQ_PERIOD);
 	CMM_STORE_SHARED(gp_seq, gp_seq + 1);
 out:
 	/* Orders the grace period before the caller's frees (and before
@@ -529,7 +531,12 @@ out:
 	pthread_mutex_unlock(&crd.lock);
 }
 
-static void __attribute__((constructor)) flavor_init(void)
+/*
+ * Right after the thread layer's (101): the read side uses the counters
+ * without checking for them, and code linked against the library runs its
+ * constructors after ours.
+ */
+static void __attribute__((constructor(102))) flavor_init(void)
 {
 	urcu_rseq_init();
 }

@@ -220,8 +220,11 @@ static void *worker_main(void *p)
 	struct worker *w = p;
 	struct run *run = w->run;
 	bench_op_fn op = run->row->c.def.op;
+	const struct bench_def *d = &run->row->c.def;
 	uint64_t batch = w->batch, ops = 0, t0, t1;
 
+	if (d->thread_init)
+		d->thread_init(w->arg);
 	pthread_barrier_wait(&run->barrier);
 	t0 = w->start_ns = now_ns();
 	do {
@@ -239,6 +242,8 @@ static void *worker_main(void *p)
 	w->end_ns = t1;
 	w->ops = ops;
 	w->batch = batch;
+	if (d->thread_fini)
+		d->thread_fini(w->arg);
 	return NULL;
 }
 

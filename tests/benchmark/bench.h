@@ -52,6 +52,13 @@ struct bench_def {
 	void (*teardown)(void *arg);
 	/* Optional: the argument op() gets in thread @id (default: @arg). */
 	void *(*thread_arg)(void *arg, unsigned int id);
+	/*
+	 * Optional: run by each benchmark thread before its first op() and
+	 * after its last (e.g. an RCU flavor's thread registration), with
+	 * op()'s argument; not timed.
+	 */
+	void (*thread_init)(void *arg);
+	void (*thread_fini)(void *arg);
 };
 
 /* One measured row; bench_group() makes these from bench_defs. */

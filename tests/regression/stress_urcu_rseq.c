@@ -10,18 +10,21 @@
  * reader that holds an element inside one read-side section must never see
  * its pipe count reach 2 (a grace period completed that should have waited
  * for it) nor the poison. Two updaters advance elements, one with
- * synchronize_rcu(), one with chains of call_rcu(); readers outnumber the
- * CPUs, nest sections, yield inside them, run sections from a signal
- * handler (signal storm) and are migrated between CPUs while inside; a
- * spawner creates short-lived reader threads continuously. Duration:
- * URCU_RSEQ_STRESS_MS (default 300 ms).
+ * synchronize_rcu(), one with chains of call_rcu(); readers (the workers
+ * of tests/utils/stress.h, three per CPU) nest sections, yield inside
+ * them, run sections from the storm's signal handler and are migrated
+ * between CPUs while inside; a spawner creates short-lived reader threads
+ * continuously. Duration: URCU_RSEQ_STRESS_MS (default 300 ms).
+ *
+ * Sections in a signal handler: urcu-rseq allows them in any thread;
+ * urcu-memb and urcu-bp allow them once the thread is registered (urcu-bp
+ * registers on the first read_lock(), which is not async-signal-safe), so
+ * the handler reads only in threads that have read once already.
  */
-#define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +45,10 @@
 #include <urcu/uatomic.h>
 
 #include "tap.h"
+#include "stress.h"
 
 #define PIPE_LEN	4
 #define POISON		0x5a5a5a5a
-#define NR_READERS	6
 #define NR_SLOTS	2	/* [0]: synchronize_rcu updater, [1]: call_rcu */
 
 struct elem {
@@ -59,18 +62,19 @@ static struct elem *slot[NR_SLOTS];
 static int stop;
 static unsigned long bad_pipe, bad_poison, reads, handler_reads;
 static unsigned long spawned, gps, cbs_started, cbs_done;
-static pthread_t readers[NR_READERS];
+static __thread int reader_ready;	/* the handler may read */
 
-static void reader_check(void)
+static void reader_check(uint64_t *rng)
 {
-	int i = rand() & 1;
+	uint64_t r = stress_xorshift(rng);
+	int i = (int) (r >> 40) & 1;
 	struct elem *e;
 	int pipe, poison;
 
 	rcu_read_lock();
 	e = rcu_dereference(slot[i]);
 	if (e) {
-		if ((rand() & 7) == 0) {
+		if (((r >> 50) & 7) == 0) {
 			/* Nested section over a yield: still one reader. */
 			rcu_read_lock();
 			sched_yield();
@@ -86,12 +90,14 @@ static void reader_check(void)
 	rcu_read_unlock();
 }
 
-static void handler(int sig)
+/* The storm's hook: a section nested in whatever the reader was doing. */
+static void handler_read(struct stress_thread *t)
 {
-	int saved = errno;
 	struct elem *e;
 
-	(void) sig;
+	(void) t;
+	if (!reader_ready)
+		return;
 	rcu_read_lock();
 	e = rcu_dereference(slot[0]);
 	if (e && (CMM_LOAD_SHARED(e->pipe) >= 2
@@ -99,32 +105,33 @@ static void handler(int sig)
 		uatomic_inc(&bad_pipe);
 	rcu_read_unlock();
 	uatomic_inc(&handler_reads);
-	errno = saved;
 }
 
-static void *reader(void *arg)
+static void reader(struct stress_thread *t)
 {
 	unsigned long n = 0;
 
-	(void) arg;
 	rcu_register_thread();
-	while (!CMM_LOAD_SHARED(stop)) {
-		reader_check();
+	reader_check(&t->rng);
+	reader_ready = 1;
+	while (!stress_should_stop(t)) {
+		reader_check(&t->rng);
 		n++;
 	}
+	reader_ready = 0;
+	cmm_barrier();	/* no handler section after unregistering */
 	rcu_unregister_thread();
 	uatomic_add(&reads, n);
-	return NULL;
 }
 
 static void *short_reader(void *arg)
 {
+	uint64_t rng = stress_seed((uintptr_t) arg);
 	int i;
 
-	(void) arg;
 	rcu_register_thread();
 	for (i = 0; i < 50; i++)
-		reader_check();
+		reader_check(&rng);
 	rcu_unregister_thread();
 	return NULL;
 }
@@ -137,7 +144,8 @@ static void *spawner(void *arg)
 	(void) arg;
 	while (!CMM_LOAD_SHARED(stop)) {
 		for (i = 0; i < 4; i++)
-			if (pthread_create(&t[i], NULL, short_reader, NULL))
+			if (pthread_create(&t[i], NULL, short_reader,
+					(void *) (uintptr_t) (spawned + i)))
 				t[i] = 0;
 		for (i = 0; i < 4; i++)
 			if (t[i])
@@ -170,7 +178,8 @@ static void *sync_updater(void *arg)
 
 	(void) arg;
 	rcu_register_thread();
-	while (!CMM_LOAD_SHARED(stop)) {
+	/* At least one grace period, however late the thread starts. */
+	while (!CMM_LOAD_SHARED(stop) || !uatomic_read(&gps)) {
 		old = rcu_xchg_pointer(&slot[0], elem_new(0));
 		if (!old)
 			continue;
@@ -207,7 +216,8 @@ static void *cb_updater(void *arg)
 
 	(void) arg;
 	rcu_register_thread();
-	while (!CMM_LOAD_SHARED(stop)) {
+	/* At least one chain, however late the thread starts (emulators). */
+	while (!CMM_LOAD_SHARED(stop) || n < 2) {
 		old = rcu_xchg_pointer(&slot[1], elem_new(1));
 		if (old) {
 			CMM_STORE_SHARED(old->pipe, 1);
@@ -223,84 +233,37 @@ static void *cb_updater(void *arg)
 	return NULL;
 }
 
-/* Signals at readers every 50 us, mid-section or not. */
-static void *storm(void *arg)
-{
-	struct timespec ts = { 0, 50000 };
-	unsigned int i = 0;
-
-	(void) arg;
-	while (!CMM_LOAD_SHARED(stop)) {
-		pthread_kill(readers[i++ % NR_READERS], SIGUSR1);
-		nanosleep(&ts, NULL);
-	}
-	return NULL;
-}
-
-/* Moves readers between CPUs so that lock and unlock land on different ones. */
-static void *migrator(void *arg)
-{
-	struct timespec ts = { 0, 200000 };
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned int i = 0;
-	cpu_set_t set;
-
-	(void) arg;
-	while (!CMM_LOAD_SHARED(stop) && ncpu > 1) {
-		CPU_ZERO(&set);
-		CPU_SET(i % ncpu, &set);
-		(void) pthread_setaffinity_np(readers[i % NR_READERS],
-				sizeof(set), &set);
-		i++;
-		nanosleep(&ts, NULL);
-	}
-	CPU_ZERO(&set);
-	for (i = 0; i < (unsigned int) ncpu && i < CPU_SETSIZE; i++)
-		CPU_SET(i, &set);
-	for (i = 0; i < NR_READERS; i++)
-		(void) pthread_setaffinity_np(readers[i], sizeof(set), &set);
-	return NULL;
-}
-
 int main(void)
 {
-	const char *env = getenv("URCU_RSEQ_STRESS_MS");
-	long ms = env ? atol(env) : 300;
-	pthread_t upd[2], sp, st, mig;
-	struct sigaction sa;
+	unsigned long ms = stress_duration_ms();
+	unsigned int nr_readers = 3 * (unsigned int) stress_nr_cpus();
+	struct stress_group *g;
+	pthread_t upd[2], sp;
 	struct timespec ts;
 	int i, s;
 
 	plan_tests(6);
-	diag("flavor %s, %ld ms", FLAVOR, ms);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = handler;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGUSR1, &sa, NULL);
-
+	diag("flavor %s, %lu ms, %u readers", FLAVOR, ms, nr_readers);
 	for (s = 0; s < NR_SLOTS; s++)
 		rcu_assign_pointer(slot[s], elem_new(s));
-	for (i = 0; i < NR_READERS; i++)
-		pthread_create(&readers[i], NULL, reader, NULL);
-	pthread_create(&upd[0], NULL, sync_updater, NULL);
-	pthread_create(&upd[1], NULL, cb_updater, NULL);
-	pthread_create(&sp, NULL, spawner, NULL);
-	pthread_create(&st, NULL, storm, NULL);
-	pthread_create(&mig, NULL, migrator, NULL);
+	stress_set_signal_hook(handler_read);
+	g = stress_start(reader, NULL, nr_readers,
+			STRESS_SIGNALS | STRESS_MIGRATIONS);
+	if (pthread_create(&upd[0], NULL, sync_updater, NULL)
+			|| pthread_create(&upd[1], NULL, cb_updater, NULL)
+			|| pthread_create(&sp, NULL, spawner, NULL))
+		bail_out("pthread_create failed");
 
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
+	ts.tv_sec = (time_t) (ms / 1000);
+	ts.tv_nsec = (long) (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 	CMM_STORE_SHARED(stop, 1);
-
-	pthread_join(st, NULL);
-	pthread_join(mig, NULL);
 	pthread_join(sp, NULL);
 	pthread_join(upd[0], NULL);
 	pthread_join(upd[1], NULL);
-	for (i = 0; i < NR_READERS; i++)
-		pthread_join(readers[i], NULL);
+	stress_stop(g, NULL);
+	stress_set_signal_hook(NULL);
 
 	rcu_register_thread();
 	for (s = 0; s < NR_SLOTS; s++) {

@@ -167,6 +167,29 @@ static void test_ops(int mode, const char *name)
 	ok(r == URCU_RSEQ_CMPFAIL && v == 17 && v2 == 30,
 		"%s cmpeqv_trystorev_storev compare fails", name);
 
+	/* idx_addv finds the slot of the index it runs on by itself. */
+	{
+		intptr_t *sl = calloc((size_t) nr_cpus * SLOT_STRIDE,
+				sizeof(intptr_t));
+		intptr_t total = 0;
+		int i, n = 0;
+
+		while ((r = urcu_rseq_idx_addv(mode, sl + 1,
+				(long) (SLOT_STRIDE * sizeof(intptr_t)), 3))
+				== URCU_RSEQ_ABORTED)
+			;
+		for (i = 0; i < nr_cpus * SLOT_STRIDE; i++) {
+			total += sl[i];
+			n += sl[i] != 0;
+		}
+		idx = urcu_rseq_index(mode);
+		ok(r == URCU_RSEQ_COMMITTED && total == 3 && n == 1
+			&& (sl[idx * SLOT_STRIDE + 1] == 3
+				|| urcu_rseq_index(mode) != idx),
+			"%s idx_addv adds to one slot, at the index", name);
+		free(sl);
+	}
+
 	/* An index that is not the current one must take the abort path. */
 	idx = urcu_rseq_index(mode);
 	r = urcu_rseq_addv(mode, &v, 1, idx + 100000);
@@ -182,6 +205,7 @@ struct ops_stress {
 	int mode;
 	unsigned long aborts;
 	unsigned long adds;
+	unsigned long idx_fail;		/* idx_addv said "no rseq" */
 };
 
 static void ops_stress_worker(struct stress_thread *t)
@@ -202,6 +226,13 @@ static void ops_stress_worker(struct stress_thread *t)
 			aborts++;
 		}
 		adds++;
+		/* The same add, the index read inside the section. */
+		while ((r = urcu_rseq_idx_addv(s->mode, s->slots + 1,
+				(long) (SLOT_STRIDE * sizeof(intptr_t)), 1))
+				== URCU_RSEQ_ABORTED)
+			aborts++;
+		if (r != URCU_RSEQ_COMMITTED)
+			uatomic_inc(&s->idx_fail);
 		/* Pop a node from this CPU's list, push it back where we run. */
 		do {
 			idx = urcu_rseq_index(s->mode);
@@ -261,6 +292,11 @@ static void test_ops_stress(int mode, const char *name)
 		s.adds, s.aborts, rep.signals, rep.migrations);
 	ok(sum == (intptr_t) s.adds && s.adds > 0,
 		"%s: per-CPU adds sum exactly under signals and migrations", name);
+	for (cpu = 0, sum = 0; cpu < nr_cpus; cpu++)
+		sum += s.slots[cpu * SLOT_STRIDE + 1];
+	ok(sum == (intptr_t) s.adds && s.idx_fail == 0,
+		"%s: idx_addv adds sum exactly under signals and migrations",
+		name);
 	ok(count == NR_NODES && dup == 0,
 		"%s: per-CPU lists keep every node once (%d)", name, count);
 	if (rep.signals > 1000)
@@ -380,6 +416,10 @@ static void test_fork(void)
 		intptr_t v = 0;
 		int idx, r;
 
+		if (!urcu_rseq_available()) {
+			/* Fallbacks only: the child still gets a valid CPU. */
+			_exit(urcu_rseq_cpu() >= 0 ? 0 : 1);
+		}
 		r = RSEQ_RETRY(URCU_RSEQ_INDEX_CPU, idx,
 			urcu_rseq_addv(URCU_RSEQ_INDEX_CPU, &v, 1, idx));
 		_exit(urcu_rseq_fence() == 0 && r == URCU_RSEQ_COMMITTED
@@ -392,15 +432,24 @@ static void test_fork(void)
 
 int main(void)
 {
-	int rounds = stress_duration_ms() >= 2000 ? 20000 : 1000;
+	/* 1000 rounds at the default 300 ms; fewer under emulation (vmcheck). */
+	int rounds = (int) (stress_duration_ms() * 10 / 3);
+
+	if (rounds < 100)
+		rounds = 100;
+	if (rounds > 20000)
+		rounds = 20000;
 
 	nr_cpus = urcu_rseq_nr_cpus();
 	plan_no_plan();
-	if (!urcu_rseq_available() || !urcu_rseq_fence_available()) {
-		diag("rseq or the RSEQ fence unavailable here: fallback paths only");
-		ok(urcu_rseq_cpu() >= 0, "urcu_rseq_cpu() valid without rseq");
-		ok(urcu_rseq_index(URCU_RSEQ_INDEX_CPU) == -1
-			|| urcu_rseq_available(), "index -1 without rseq");
+	if (!urcu_rseq_available()) {
+		diag("rseq unavailable here: fallback paths only");
+		ok(urcu_rseq_cpu() >= 0 && urcu_rseq_cpu() < nr_cpus,
+			"urcu_rseq_cpu() valid without rseq");
+		ok(urcu_rseq_index(URCU_RSEQ_INDEX_CPU) == -1,
+			"index -1 without rseq");
+		ok(urcu_rseq_mm_cid() == -1, "mm_cid -1 without rseq");
+		test_fork();
 		return exit_status();
 	}
 	test_registration();
@@ -411,6 +460,16 @@ int main(void)
 		test_ops(URCU_RSEQ_INDEX_MM_CID, "mm_cid");
 	test_ops_stress(URCU_RSEQ_INDEX_CPU, "cpu");
 	test_ops_stress(urcu_rseq_index_mode(URCU_RSEQ_INDEX_MM_CID), "mm_cid");
+	if (!urcu_rseq_fence_available()) {
+		diag("the RSEQ fence is unavailable here");
+		errno = 0;
+		ok(urcu_rseq_fence() == -1 && errno != 0,
+			"the fence reports a clear error (%s)", strerror(errno));
+		errno = 0;
+		ok(urcu_rseq_fence_cpu(0) == -1 && errno != 0,
+			"fence_cpu reports a clear error");
+		return exit_status();
+	}
 	test_fence(rounds);
 	test_fence_cpu();
 	test_fork();

@@ -7,7 +7,6 @@
  * on urcu_rseq_flavor under concurrent add/del/lookup with deferred,
  * poisoned frees.
  */
-#define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include <errno.h>
 #include <pthread.h>

@@ -38,6 +38,8 @@ static int start_cpu_list[CPU_SETSIZE];
 static int nr_start_cpus;
 static unsigned long signals_total;
 static __thread unsigned long thread_signals;
+static __thread struct stress_thread *self;
+static void (*signal_hook)(struct stress_thread *t);
 
 /* Take the CPU list before any test pins the main thread. */
 static void __attribute__((constructor)) stress_init_cpus(void)
@@ -138,12 +140,23 @@ static void ts_add_ns(struct timespec *ts, uint64_t ns)
 	ts->tv_nsec = (long) (t % 1000000000ULL);
 }
 
-/* Async-signal-safe: a lock-free add and a thread-local add. */
+/* Async-signal-safe: a lock-free add, a thread-local add, the hook. */
 static void storm_handler(int sig)
 {
+	void (*hook)(struct stress_thread *t) = CMM_LOAD_SHARED(signal_hook);
+	int saved_errno = errno;
+
 	(void) sig;
 	uatomic_inc(&signals_total);
 	thread_signals++;
+	if (hook && self)
+		hook(self);
+	errno = saved_errno;
+}
+
+void stress_set_signal_hook(void (*hook)(struct stress_thread *t))
+{
+	CMM_STORE_SHARED(signal_hook, hook);
 }
 
 static void install_handler(void)
@@ -162,9 +175,11 @@ static void *worker_main(void *p)
 {
 	struct stress_thread *t = p;
 
+	self = t;
 	t->fn(t);
 	/* Signals that land after this are not counted: the run is over. */
 	t->signals = thread_signals;
+	self = NULL;
 	return NULL;
 }
 

@@ -107,6 +107,13 @@ int stress_pin_self(int cpu);
 int stress_unpin_self(void);
 /* Signals handled by the harness's handler in this process so far. */
 unsigned long stress_signals_total(void);
+/*
+ * Optional work for the storm's handler, run in the interrupted worker
+ * (e.g. a read-side section that must nest inside whatever the worker was
+ * doing). It must be async-signal-safe (errno is saved around it).
+ * NULL: none. Set it before stress_start(); it stays set until changed.
+ */
+void stress_set_signal_hook(void (*hook)(struct stress_thread *t));
 
 /*
  * Start @nr_threads workers running @fn(t) with t->arg = @arg, plus the

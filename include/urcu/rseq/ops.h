@@ -53,6 +53,11 @@
  *	*v2 = newv2;				(speculative)
  *	commit: *v = newv;
  *
+ * idx_addv(base, stride, count):		(per-index slot, index read inside)
+ *	if (this thread's rseq is not registered) return CMPFAIL;
+ *	idx = current index;			(loaded inside the section)
+ *	commit: *(intptr_t *)(base + idx * stride) += count;
+ *
  * deref_addv is what lets the RSEQ fence retire a double buffer: an updater
  * swaps *ptrp, then calls urcu_rseq_fence(); a section that loaded the old
  * pointer either committed before the fence returned or is aborted and, on
@@ -69,6 +74,19 @@
  *		if (urcu_rseq_addv(mode, &slot[idx], 1, idx) == URCU_RSEQ_COMMITTED)
  *			return;
  *	}
+ *	uatomic_add(&fallback_slot, 1);
+ *
+ * idx_addv takes no index: it loads it inside the section, where any
+ * migration aborts the section, and so saves the caller the load and the
+ * comparison of the other operations. CMPFAIL means the thread has no rseq
+ * registered (yet): call urcu_rseq_index() once, which registers it
+ * lazily, and retry if that gives an index, else take the fallback:
+ *
+ *	do {
+ *		r = urcu_rseq_idx_addv(mode, slots, sizeof(slots[0]), 1);
+ *		if (r == URCU_RSEQ_COMMITTED)
+ *			return;
+ *	} while (r == URCU_RSEQ_ABORTED || urcu_rseq_index(mode) >= 0);
  *	uatomic_add(&fallback_slot, 1);
  *
  * A thread that cannot use rseq (urcu_rseq_index() < 0) must never write with
@@ -190,6 +208,12 @@ static inline int urcu_rseq_addv(int mode, intptr_t *v, intptr_t count,
 		int index)
 {
 	return _URCU_RSEQ_DISPATCH(addv, mode, v, count, index);
+}
+
+static inline int urcu_rseq_idx_addv(int mode, void *base, long stride,
+		intptr_t count)
+{
+	return _URCU_RSEQ_DISPATCH(idx_addv, mode, base, stride, count);
 }
 
 static inline int urcu_rseq_deref_addv(int mode, void *const *ptrp, long off,

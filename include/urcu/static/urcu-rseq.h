@@ -45,77 +45,79 @@ struct urcu_rseq_gp_cpu {
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 /*
- * Read-mostly state shared by readers and the grace period: only @period
- * changes after initialization (two stores per grace period).
+ * Read-mostly state shared by readers and the grace period: only the
+ * period bit changes after initialization (two stores per grace period).
  */
 struct urcu_rseq_gp {
-	unsigned long period;		/* readers count in period & 1 */
+	unsigned long period;		/* URCU_RSEQ_PERIOD | URCU_RSEQ_FULL_MB */
 	struct urcu_rseq_gp_cpu *cpus;	/* slots -1 (fallback) .. nr_cpus - 1 */
 	int nr_cpus;
 	int has_membarrier;		/* 0: readers issue full barriers */
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 /*
+ * Bits of urcu_rseq_gp.period, copied into a reader's ctr by its
+ * outermost read_lock(): the period it counts in, and whether it must
+ * issue full barriers (no membarrier; set once, before any reader). One
+ * load gives read_lock() both, and read_unlock() finds both in ctr.
+ */
+#define URCU_RSEQ_PERIOD	1UL
+#define URCU_RSEQ_FULL_MB	2UL
+#define URCU_RSEQ_GP_BITS	(URCU_RSEQ_PERIOD | URCU_RSEQ_FULL_MB)
+
+/*
  * Per-thread reader state in one word, so that a signal handler sees
- * either "not in a section" or a complete (nesting, period) pair:
- * ctr = nesting * URCU_RSEQ_NEST_ONE + period of the outermost section.
+ * either "not in a section" or a complete (nesting, bits) pair:
+ * ctr = nesting * URCU_RSEQ_NEST_ONE + the period bits of the outermost
+ * section.
  */
 struct urcu_rseq_reader {
 	unsigned long ctr;
 };
 
-#define URCU_RSEQ_NEST_ONE	2UL
+#define URCU_RSEQ_NEST_ONE	4UL
 
 URCU_RSEQ_API extern struct urcu_rseq_gp urcu_rseq_gp;
 URCU_RSEQ_API extern DECLARE_URCU_TLS(struct urcu_rseq_reader, urcu_rseq_reader);
-
-/* Initializes the counters when a reader comes before the constructor. */
-URCU_RSEQ_API void urcu_rseq_init(void);
 
 /*
  * Replaces the grace period's membarrier where the system has none. Pairs
  * with the full barrier the grace period then issues in its place.
  */
-static inline void _urcu_rseq_smp_mb_slave(void)
+static inline void _urcu_rseq_smp_mb_slave(unsigned long bits)
 {
-	if (caa_likely(urcu_rseq_gp.has_membarrier))
-		cmm_barrier();
-	else
+	if (caa_unlikely(bits & URCU_RSEQ_FULL_MB))
 		cmm_smp_mb();
+	else
+		cmm_barrier();
 }
 
-static inline struct urcu_rseq_gp_cpu *_urcu_rseq_cpus(void)
+/*
+ * Adds 1 to word @word (0..3) of this CPU's slot: one idx_addv section,
+ * which reads the CPU number itself. The slots exist from the library's
+ * constructor on (it runs before any code that can call the read side),
+ * so urcu_rseq_gp.cpus is never NULL here.
+ */
+static inline void _urcu_rseq_count(size_t word)
 {
-	struct urcu_rseq_gp_cpu *cpus = CMM_LOAD_SHARED(urcu_rseq_gp.cpus);
+	intptr_t *base = (intptr_t *) urcu_rseq_gp.cpus + word;
+	int r;
 
-	if (caa_unlikely(!cpus)) {
-		urcu_rseq_init();
-		cpus = CMM_LOAD_SHARED(urcu_rseq_gp.cpus);
-	}
-	return cpus;
-}
-
-/* Adds 1 to word @which (0..3 of a slot) of this CPU's slot. */
-static inline void _urcu_rseq_count(struct urcu_rseq_gp_cpu *cpus,
-		size_t word)
-{
-	for (;;) {
-		int cpu = urcu_rseq_index(URCU_RSEQ_INDEX_CPU);
-
-		if (caa_unlikely(cpu < 0))
-			break;
-		if (caa_likely(urcu_rseq_addv(URCU_RSEQ_INDEX_CPU,
-				(intptr_t *) &cpus[cpu] + word, 1, cpu)
-				== URCU_RSEQ_COMMITTED))
+	do {
+		r = urcu_rseq_idx_addv(URCU_RSEQ_INDEX_CPU, base,
+				(long) sizeof(struct urcu_rseq_gp_cpu), 1);
+		if (caa_likely(r == URCU_RSEQ_COMMITTED))
 			return;
-	}
-	uatomic_add((intptr_t *) &cpus[-1] + word, 1);
+	} while (r == URCU_RSEQ_ABORTED
+			|| urcu_rseq_index(URCU_RSEQ_INDEX_CPU) >= 0);
+	/* No rseq for this thread: the fallback slot, atomically. */
+	uatomic_add((intptr_t *) ((struct urcu_rseq_gp_cpu *) base - 1), 1);
 }
 
 static inline void _urcu_rseq_read_lock(void)
 {
 	unsigned long ctr = CMM_LOAD_SHARED(URCU_TLS(urcu_rseq_reader).ctr);
-	unsigned long period;
+	unsigned long bits;
 
 	if (caa_unlikely(ctr != 0)) {
 		/*
@@ -126,8 +128,8 @@ static inline void _urcu_rseq_read_lock(void)
 				ctr + URCU_RSEQ_NEST_ONE);
 		return;
 	}
-	period = CMM_LOAD_SHARED(urcu_rseq_gp.period) & 1;
-	_urcu_rseq_count(_urcu_rseq_cpus(), period);
+	bits = CMM_LOAD_SHARED(urcu_rseq_gp.period) & URCU_RSEQ_GP_BITS;
+	_urcu_rseq_count(bits & URCU_RSEQ_PERIOD);
 	/*
 	 * The lock count is in place before any access of the section and
 	 * before ctr says "inside": a signal handler that runs before the
@@ -135,9 +137,9 @@ static inline void _urcu_rseq_read_lock(void)
 	 * the membarrier between the unlock and lock sums of the grace period
 	 * (see src/urcu-rseq.c, "B").
 	 */
-	_urcu_rseq_smp_mb_slave();
+	_urcu_rseq_smp_mb_slave(bits);
 	CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr,
-			URCU_RSEQ_NEST_ONE | period);
+			URCU_RSEQ_NEST_ONE | bits);
 	cmm_barrier();
 }
 
@@ -145,7 +147,7 @@ static inline void _urcu_rseq_read_unlock(void)
 {
 	unsigned long ctr = CMM_LOAD_SHARED(URCU_TLS(urcu_rseq_reader).ctr);
 
-	if (caa_unlikely((ctr & ~1UL) != URCU_RSEQ_NEST_ONE)) {
+	if (caa_unlikely((ctr & ~URCU_RSEQ_GP_BITS) != URCU_RSEQ_NEST_ONE)) {
 		CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr,
 				ctr - URCU_RSEQ_NEST_ONE);
 		return;
@@ -157,10 +159,10 @@ static inline void _urcu_rseq_read_unlock(void)
 	 * the two counts its own section instead of nesting in one that is
 	 * about to end.
 	 */
-	_urcu_rseq_smp_mb_slave();
+	_urcu_rseq_smp_mb_slave(ctr);
 	CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr, 0);
 	cmm_barrier();
-	_urcu_rseq_count(_urcu_rseq_cpus(), 2 + (ctr & 1));
+	_urcu_rseq_count(2 + (ctr & URCU_RSEQ_PERIOD));
 }
 
 static inline int _urcu_rseq_read_ongoing(void)

@@ -13,7 +13,7 @@
 #define _URCU_RSEQ_STR_(x) #x
 #define _URCU_RSEQ_STR(x) _URCU_RSEQ_STR_(x)
 
-#define _URCU_RSEQ_CS_BEGIN(field)					\
+#define _URCU_RSEQ_CS_START						\
 	".pushsection __rseq_cs, \"aw\"\n\t"				\
 	".balign 32\n\t"						\
 	"3:\n\t"							\
@@ -26,7 +26,10 @@
 	"adrp x16, 3b\n\t"						\
 	"add x16, x16, :lo12:3b\n\t"					\
 	"str x16, [%[rs], #" _URCU_RSEQ_STR(URCU_RSEQ_OFF_RSEQ_CS) "]\n\t" \
-	"1:\n\t"							\
+	"1:\n\t"
+
+#define _URCU_RSEQ_CS_BEGIN(field)					\
+	_URCU_RSEQ_CS_START						\
 	"ldr w17, [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"		\
 	"cmp w17, %w[idx]\n\t"						\
 	"b.ne 4f\n\t"
@@ -200,6 +203,35 @@ static inline int _urcu_rseq_cmpeqv_trystorev_storev_##suffix(		\
 		: [rs] "r" (rs), [idx] "r" (idx), [v] "Q" (*v),		\
 		  [expect] "r" (expect), [v2] "Q" (*v2),		\
 		  [newv2] "r" (newv2), [newv] "r" (newv)		\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "x16", "x17" _URCU_RSEQ_FI_CLOBBER	\
+		: abort, cmpfail);					\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
+}									\
+									\
+static inline int _urcu_rseq_idx_addv_##suffix(				\
+		struct urcu_rseq_abi *rs, void *base, long stride,	\
+		intptr_t count)						\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_START					\
+		"ldrsw x17, [%[rs], #"					\
+			_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t"	\
+		"tbnz x17, #63, %l[cmpfail]\n\t"			\
+		"ldr w17, [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"	\
+		"madd x17, x17, %[stride], %[base]\n\t"		\
+		"ldr x16, [x17]\n\t"					\
+		"add x16, x16, %[count]\n\t"				\
+		_URCU_RSEQ_INJECT					\
+		"str x16, [x17]\n\t"					\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [base] "r" (base),			\
+		  [stride] "r" (stride), [count] "r" (count)		\
 		  _URCU_RSEQ_FI_IN					\
 		: "memory", "cc", "x16", "x17" _URCU_RSEQ_FI_CLOBBER	\
 		: abort, cmpfail);					\

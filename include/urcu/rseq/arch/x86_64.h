@@ -5,8 +5,9 @@
  *
  * Layout of every section (numeric labels are local to one asm statement):
  *   3: descriptor in __rseq_cs: start 1f, length 2f - 1f, abort 4f
- *   store &3b in rseq_cs, then
+ *   store &3b in rseq_cs, then (_URCU_RSEQ_CS_START ends here)
  *   1: compare the index field of the area with the caller's index
+ *      (or, in idx_addv, load the index itself)
  *      ...loads, comparisons, speculative stores...
  *      commit store
  *   2: (post-commit)
@@ -23,7 +24,7 @@
 #define _URCU_RSEQ_STR_(x) #x
 #define _URCU_RSEQ_STR(x) _URCU_RSEQ_STR_(x)
 
-#define _URCU_RSEQ_CS_BEGIN(field)					\
+#define _URCU_RSEQ_CS_START						\
 	".pushsection __rseq_cs, \"aw\"\n\t"				\
 	".balign 32\n\t"						\
 	"3:\n\t"							\
@@ -35,7 +36,10 @@
 	".popsection\n\t"						\
 	"leaq 3b(%%rip), %%rax\n\t"					\
 	"movq %%rax, " _URCU_RSEQ_STR(URCU_RSEQ_OFF_RSEQ_CS) "(%[rs])\n\t" \
-	"1:\n\t"							\
+	"1:\n\t"
+
+#define _URCU_RSEQ_CS_BEGIN(field)					\
+	_URCU_RSEQ_CS_START						\
 	"cmpl %[idx], " _URCU_RSEQ_STR(field) "(%[rs])\n\t"		\
 	"jnz 4f\n\t"
 
@@ -204,6 +208,34 @@ static inline int _urcu_rseq_cmpeqv_trystorev_storev_##suffix(		\
 		: [rs] "r" (rs), [idx] "r" (idx), [v] "m" (*v),		\
 		  [expect] "r" (expect), [v2] "m" (*v2),		\
 		  [newv2] "r" (newv2), [newv] "r" (newv)		\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail);					\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
+}									\
+									\
+static inline int _urcu_rseq_idx_addv_##suffix(				\
+		struct urcu_rseq_abi *rs, void *base, long stride,	\
+		intptr_t count)						\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_START					\
+		"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID)		\
+			"(%[rs]), %%rax\n\t"				\
+		"testq %%rax, %%rax\n\t"				\
+		"js %l[cmpfail]\n\t"					\
+		"movslq " _URCU_RSEQ_STR(field) "(%[rs]), %%rax\n\t"	\
+		"imulq %[stride], %%rax\n\t"				\
+		_URCU_RSEQ_INJECT					\
+		"addq %[count], (%[base], %%rax)\n\t"			\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [base] "r" (base),			\
+		  [stride] "er" (stride), [count] "er" (count)		\
 		  _URCU_RSEQ_FI_IN					\
 		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
 		: abort, cmpfail);					\

@@ -1,0 +1,160 @@
+/*
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * extras/model/wait.pml - a spin model of the wait-stack handshake
+ * (include/urcu/wait.h): waiters that may time out, wakers that pop one node
+ * at a time (urcu_wait_wake_one) and skip timed-out nodes, the queue lock
+ * that poppers and unlinkers share, and the TEARDOWN handshake.
+ *
+ * Checked: no waker touches a node after its waiter returned (assertions
+ * at every waker access); every successful wake_one woke exactly one waiter
+ * and no timed-out waiter counts as woken (assertion at the end); nobody
+ * blocks forever (no invalid end state).
+ *
+ *	spin -a wait.pml && gcc -O2 -o pan pan.c && ./pan
+ *
+ * Adds and pops are atomic here (the wfstack's "next not yet written"
+ * window is covered by its own blocking traversal), and the futex is a
+ * step that touches the node: a sleeping waiter only sees WAKEUP.
+ */
+#define NW	3	/* waiters */
+#define NK	2	/* wakers */
+
+#define WAITING		0
+#define SLEEPING	1
+#define WAKEUP		2
+#define TIMEDOUT	4
+#define TEARDOWN	8
+
+byte state[NW];
+bool returned[NW];
+byte stk[NW];
+byte top;
+bool qlock;
+byte wakes;	/* wake_one calls that woke someone */
+byte woke;	/* waiters that returned 0 */
+byte done;
+
+inline lock()
+{
+	atomic { qlock == 0 -> qlock = 1 }
+}
+
+inline unlock()
+{
+	qlock = 0
+}
+
+proctype Waiter(byte n)
+{
+	byte s, i, j;
+	bool found;
+
+	atomic { stk[top] = n; top++ }
+	/* The spin may end by announcing the sleep (or not, if woken). */
+	if
+	:: atomic { state[n] == WAITING -> state[n] = SLEEPING }
+	:: skip
+	fi;
+	if
+	:: (state[n] & WAKEUP) -> goto woken
+	:: true ->	/* the deadline passed: one CAS decides */
+		atomic {
+			s = state[n];
+			if
+			:: (s == WAITING || s == SLEEPING) -> state[n] = TIMEDOUT
+			:: else -> skip
+			fi
+		}
+		if
+		:: (s == WAITING || s == SLEEPING) ->
+			lock();
+			found = false;
+			i = 0;
+			do
+			:: i < top && stk[i] != n -> i++
+			:: i < top && stk[i] == n ->
+				/*
+				 * One atomic step, as the CAS on the head
+				 * (retried if a push moved it) or the store
+				 * to the predecessor's next.
+				 */
+				atomic {
+					found = true;
+					j = i;
+					do
+					:: j + 1 < top -> stk[j] = stk[j + 1]; j++
+					:: else -> break
+					od;
+					top--
+				}
+				break
+			:: i >= top -> break
+			od;
+			unlock();
+			if
+			:: !found -> (state[n] & TEARDOWN)	/* a waker holds it */
+			:: else -> skip
+			fi;
+			returned[n] = true;
+			goto out
+		:: else -> goto woken	/* a waker won the CAS */
+		fi
+	fi;
+woken:
+	(state[n] & TEARDOWN);
+	returned[n] = true;
+	woke++;
+out:
+	done++
+}
+
+proctype Waker()
+{
+	byte n, s;
+
+again:
+	lock();
+	if
+	:: top == 0 -> unlock(); goto out
+	:: else -> atomic { top--; n = stk[top] }; unlock()	/* CAS on the head */
+	fi;
+	atomic {
+		assert(!returned[n]);
+		s = state[n];
+		if
+		:: s == WAITING -> state[n] = WAKEUP | TEARDOWN
+		:: s == SLEEPING -> state[n] = WAKEUP
+		:: else -> skip
+		fi
+	}
+	if
+	:: s == WAITING -> wakes++
+	:: s == SLEEPING ->
+		assert(!returned[n]);	/* futex wake on the node */
+		atomic { assert(!returned[n]); state[n] = WAKEUP | TEARDOWN }
+		wakes++
+	:: s == TIMEDOUT ->
+		atomic { assert(!returned[n]); state[n] = TIMEDOUT | TEARDOWN }
+		goto again	/* wake another one instead */
+	fi;
+out:
+	done++
+}
+
+init
+{
+	byte i;
+
+	atomic {
+		for (i : 0 .. NW - 1) {
+			run Waiter(i)
+		}
+		for (i : 0 .. NK - 1) {
+			run Waker()
+		}
+	}
+	done == NW + NK;
+	assert(wakes == woke);
+	assert(top == 0)
+}

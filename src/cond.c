@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * src/cond.c - condition variables and event counts on wait-stacks. The
+ * guarantees are stated in include/urcu/cond.h.
+ */
+#define _LGPL_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <urcu/cond.h>
+
+#include "common.h"
+#include "wait-internal.h"
+
+/* The state must fit in glibc's pthread_cond_t (a preload puts it there). */
+typedef char urcu_cond_fits_pthread_cond[
+	sizeof(struct urcu_cond) <= sizeof(pthread_cond_t) ? 1 : -1];
+
+static bool clock_ok(int32_t clock)
+{
+	return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+int urcu_cond_init(struct urcu_cond *c, clockid_t clock)
+{
+	if (!c || !clock_ok(clock))
+		return EINVAL;
+	urcu_wait_queue_init(&c->queue);
+	c->clock = clock;
+	c->reserved = 0;
+	return 0;
+}
+
+int urcu_cond_destroy(struct urcu_cond *c)
+{
+	if (!c)
+		return EINVAL;
+	/*
+	 * Waiters that timed out but are still queued are still blocked.
+	 * Threads a signal or broadcast popped never touch the condition
+	 * once that call returned (TIMEDOUT ones have LEFT, the others are
+	 * DETACHED or woken), so nothing else need be waited for.
+	 * Pairs with the full barrier of urcu_wait_add().
+	 */
+	cmm_smp_mb();
+	if (!urcu_wait_queue_empty(&c->queue))
+		return EBUSY;
+	return 0;
+}
+
+/*
+ * A waiter that consumed a wake-up but will not act on it (its unlock
+ * failed, or it was cancelled) passes it on, so that a signal is never
+ * lost. A chain (broadcast) is passed on through the nodes alone; a
+ * signal through the queue.
+ */
+static void pass_on(struct urcu_cond *c, struct cds_wfs_node *chain)
+{
+	if (chain)
+		urcu_wait_wake_chain(chain);
+	else
+		(void) urcu_wait_wake_one(&c->queue);
+}
+
+/* What the cancellation cleanup handler of a wait needs. */
+struct cond_wait_frame {
+	struct urcu_wait_node node;
+	struct urcu_cond *c;
+	urcu_cond_lock_fn lock_fn;
+	void *lock;
+};
+
+/*
+ * Runs when the thread is cancelled in its futex sleep, before the
+ * caller's own cleanup handlers (POSIX: they run with the mutex held):
+ * withdraw the wait, re-acquire the mutex, pass on a consumed wake-up.
+ */
+static void cond_wait_cancelled(void *arg)
+{
+	struct cond_wait_frame *f = arg;
+	struct cds_wfs_node *chain;
+	int consumed;
+
+	consumed = urcu_wait_cancel(&f->node, &chain);
+	(void) f->lock_fn(f->lock);
+	if (consumed)
+		pass_on(f->c, chain);
+}
+
+/*
+ * The blocking part, in a frame of its own so that the cancellation
+ * buffer's setjmp does not constrain the caller's registers.
+ */
+static int cond_sleep(struct cond_wait_frame *f, int32_t clock,
+		const struct timespec *abstime, struct cds_wfs_node **chain)
+{
+	int ret;
+
+	pthread_cleanup_push(cond_wait_cancelled, f);
+	ret = urcu_wait_chained(&f->node, clock, abstime, chain, true);
+	pthread_cleanup_pop(0);
+	return ret;
+}
+
+/* The one wait behind every face; @clock < 0: the condition's clock. */
+static int cond_wait(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
+		urcu_cond_lock_fn unlock_fn, void *lock, int32_t clock,
+		const struct timespec *abstime)
+{
+	struct cond_wait_frame f;
+	struct cds_wfs_node *chain;
+	int ret, lret;
+
+	if (!c || !lock_fn || !unlock_fn)
+		return EINVAL;
+	if (clock < 0)
+		clock = CMM_LOAD_SHARED(c->clock);
+	if (!clock_ok(clock) || (abstime && !urcu_rseq_ts_valid(abstime)))
+		return EINVAL;
+
+	urcu_wait_node_init(&f.node);
+	f.c = c;
+	f.lock_fn = lock_fn;
+	f.lock = lock;
+	/* Queued before the mutex is released: no lost wake-up. */
+	(void) urcu_wait_add(&c->queue, &f.node);
+	urcu_rseq_fi_point();
+	ret = unlock_fn(lock);
+	if (caa_unlikely(ret)) {
+		if (urcu_wait_cancel(&f.node, &chain))
+			pass_on(c, chain);
+		return ret;
+	}
+	ret = cond_sleep(&f, clock, abstime, &chain);
+	/*
+	 * From here on the condition is not touched: the waker that woke us
+	 * was done with it (signal), or detached us (broadcast).
+	 */
+	lret = lock_fn(lock);
+	/* Holding the mutex now: let the next broadcast waiter compete for it. */
+	if (chain)
+		urcu_wait_wake_chain(chain);
+	return lret ? lret : ret;
+}
+
+int urcu_cond_wait_ops(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
+		urcu_cond_lock_fn unlock_fn, void *lock,
+		const struct timespec *abstime)
+{
+	return cond_wait(c, lock_fn, unlock_fn, lock, -1, abstime);
+}
+
+static int mutex_lock(void *m)
+{
+	return pthread_mutex_lock((pthread_mutex_t *) m);
+}
+
+static int mutex_unlock(void *m)
+{
+	return pthread_mutex_unlock((pthread_mutex_t *) m);
+}
+
+int urcu_cond_wait(struct urcu_cond *c, pthread_mutex_t *m)
+{
+	if (!m)
+		return EINVAL;
+	return urcu_cond_wait_ops(c, mutex_lock, mutex_unlock, m, NULL);
+}
+
+int urcu_cond_timedwait(struct urcu_cond *c, pthread_mutex_t *m,
+		const struct timespec *abstime)
+{
+	if (!m || !abstime)
+		return EINVAL;
+	return urcu_cond_wait_ops(c, mutex_lock, mutex_unlock, m, abstime);
+}
+
+int urcu_cond_clockwait(struct urcu_cond *c, pthread_mutex_t *m,
+		clockid_t clock, const struct timespec *abstime)
+{
+	if (!m || !abstime || !clock_ok(clock))
+		return EINVAL;
+	return cond_wait(c, mutex_lock, mutex_unlock, m, clock, abstime);
+}
+
+int urcu_cond_signal(struct urcu_cond *c)
+{
+	if (!c)
+		return EINVAL;
+	(void) urcu_wait_wake_one(&c->queue);
+	return 0;
+}
+
+int urcu_cond_broadcast(struct urcu_cond *c)
+{
+	if (!c)
+		return EINVAL;
+	urcu_wait_wake_all_chained(&c->queue);
+	return 0;
+}
+
+void urcu_ec_init(struct urcu_ec *ec)
+{
+	ec->word = 0;
+}
+
+/* Bit 1 of the word: a consumer sleeps (or is about to) on the futex. */
+#define URCU_EC_SLEEPING	2
+#define URCU_EC_FLAGS		(URCU_EC_WAITERS | URCU_EC_SLEEPING)
+#define URCU_EC_ONE		4	/* the count lives in bits 2-31 */
+
+uint32_t urcu_ec_prepare(struct urcu_ec *ec)
+{
+	int32_t w = CMM_LOAD_SHARED(ec->word), cur;
+
+	while (!(w & URCU_EC_WAITERS)) {
+		cur = uatomic_cmpxchg(&ec->word, w, w | URCU_EC_WAITERS);
+		if (cur == w)
+			break;
+		w = cur;
+	}
+	/*
+	 * The flag is visible before the caller reads its condition. Pairs
+	 * with the fence in urcu_ec_notify().
+	 */
+	cmm_smp_mb();
+	return (uint32_t) w & ~(uint32_t) URCU_EC_FLAGS;
+}
+
+void urcu_ec_notify_slow(struct urcu_ec *ec)
+{
+	int32_t w = CMM_LOAD_SHARED(ec->word), cur;
+
+	/*
+	 * Clear both flags and count the notify in one CAS; the futex wake
+	 * only if a consumer announced it sleeps. If a concurrent notify
+	 * cleared the flags first, its count and wake cover us.
+	 */
+	while (w & URCU_EC_WAITERS) {
+		cur = uatomic_cmpxchg(&ec->word, w,
+				(int32_t) (((uint32_t) w & ~(uint32_t) URCU_EC_FLAGS)
+					+ URCU_EC_ONE));
+		if (cur == w) {
+			urcu_rseq_fi_point();
+			if (w & URCU_EC_SLEEPING)
+				urcu_rseq_futex_wake(&ec->word, INT_MAX);
+			return;
+		}
+		w = cur;
+	}
+}
+
+int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
+		const struct timespec *abstime)
+{
+	int32_t prepared = (int32_t) (key | URCU_EC_WAITERS);
+	int32_t sleeping = (int32_t) (key | URCU_EC_FLAGS);
+	enum urcu_wait_spin_result spin;
+	int64_t start;
+	int32_t w;
+	int ret;
+
+	if (!ec || (abstime && !urcu_rseq_ts_valid(abstime)))
+		return EINVAL;
+	spin = urcu_wait_spin(&ec->word, prepared, CLOCK_MONOTONIC, abstime,
+			&start);
+	w = CMM_LOAD_SHARED(ec->word);
+	if (spin == URCU_WAIT_SPIN_CHANGED && w != sleeping)
+		goto out;
+	if (spin == URCU_WAIT_SPIN_DEADLINE)
+		return ETIMEDOUT;
+	/* Announce the sleep, so that the next notify issues the wake. */
+	if (w == prepared)
+		w = uatomic_cmpxchg(&ec->word, prepared, sleeping);
+	if (w != prepared && w != sleeping)
+		goto out;
+	for (;;) {
+		ret = urcu_rseq_futex_wait(&ec->word, sleeping, CLOCK_MONOTONIC,
+				abstime);
+		if (CMM_LOAD_SHARED(ec->word) != sleeping)
+			break;
+		if (ret == ETIMEDOUT
+				|| (abstime && urcu_rseq_ts_passed(CLOCK_MONOTONIC,
+						abstime)))
+			return ETIMEDOUT;
+	}
+out:
+	urcu_wait_adapt(start);
+	/* Pairs with the CAS (full barrier) in urcu_ec_notify_slow(). */
+	cmm_smp_mb();
+	return 0;
+}

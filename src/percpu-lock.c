@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Per-CPU spinlocks: creation, the compare-and-swap (remote) path and the
+ * slow path of the local lock. The protocol and its correctness argument
+ * are in include/urcu/percpu/lock.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urcu/percpu/lock.h>
+#include "common.h"
+
+struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
+{
+	struct urcu_percpu_lock *l;
+	void *mem;
+	int nr;
+
+	if (flags & ~URCU_PERCPU_MM_CID) {
+		errno = EINVAL;
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	nr = urcu_rseq_nr_cpus();
+	if (posix_memalign(&mem, CAA_CACHE_LINE_SIZE,
+			(size_t) nr * sizeof(struct urcu_percpu_lock_shard))) {
+		free(l);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(mem, 0, (size_t) nr * sizeof(struct urcu_percpu_lock_shard));
+	l->shards = (struct urcu_percpu_lock_shard *) mem;
+	l->nr_shards = nr;
+	l->flags = flags;
+	l->mode = urcu_rseq_index_mode((flags & URCU_PERCPU_MM_CID) ?
+			URCU_RSEQ_INDEX_MM_CID : URCU_RSEQ_INDEX_CPU);
+	/*
+	 * The fast path is correct only against remote lockers that can fence
+	 * it out; without the fence every locker takes compare-and-swap.
+	 */
+	l->fast = (urcu_rseq_features & URCU_RSEQ_FEATURE_CS)
+		&& urcu_rseq_fence_available();
+	/* Publish the zeroed words before the lock pointer is shared. */
+	cmm_smp_wmb();
+	return l;
+}
+
+void urcu_percpu_lock_destroy(struct urcu_percpu_lock *l)
+{
+	if (!l)
+		return;
+	free(l->shards);
+	free(l);
+}
+
+int urcu_percpu_lock_nr_shards(struct urcu_percpu_lock *l)
+{
+	if (!l) {
+		errno = EINVAL;
+		return -1;
+	}
+	return l->nr_shards;
+}
+
+void urcu_percpu_lock_bad_shard(struct urcu_percpu_lock *l, int cpu,
+		const char *fn)
+{
+	urcu_rseq_debug_check(0, fn, "invalid shard index or shard not held");
+	(void) l;
+	(void) cpu;
+	errno = EINVAL;
+}
+
+static bool valid_shard(struct urcu_percpu_lock *l, int cpu)
+{
+	return l && cpu >= 0 && cpu < l->nr_shards;
+}
+
+/*
+ * Step 1 of the C path: count ourselves in @remote and make sure no fast
+ * path that missed the count can still commit (header: "F against C").
+ */
+static void remote_request(struct urcu_percpu_lock *l, int cpu)
+{
+	struct urcu_percpu_lock_shard *s = &l->shards[cpu];
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+
+	if (!l->fast)
+		return;
+	uatomic_inc(&s->remote);
+	/* M1: pairs with the fence's barrier on the shard's CPU. */
+	cmm_smp_mb__after_uatomic_inc();
+	urcu_rseq_fi_point();
+	/*
+	 * Running on the shard's CPU now: every other thread's section there
+	 * is preempted (it will abort) or committed before we were scheduled.
+	 */
+	if (l->mode == URCU_RSEQ_INDEX_CPU
+			&& urcu_rseq_index(URCU_RSEQ_INDEX_CPU) == cpu)
+		return;
+	for (;;) {
+		int ret = l->mode == URCU_RSEQ_INDEX_CPU ?
+			urcu_rseq_fence_cpu(cpu) : urcu_rseq_fence();
+
+		/* A failed targeted fence is covered by the global one. */
+		if (ret && l->mode == URCU_RSEQ_INDEX_CPU)
+			ret = urcu_rseq_fence();
+		if (!ret)
+			break;
+		urcu_rseq_backoff(&b);
+	}
+	urcu_rseq_fi_point();
+}
+
+/* Gives back the unit of @remote of a request that did not get the lock. */
+static void remote_cancel(struct urcu_percpu_lock *l, int cpu)
+{
+	if (l->fast)
+		uatomic_dec(&l->shards[cpu].remote);
+}
+
+static intptr_t cas_value(struct urcu_percpu_lock *l)
+{
+	/* Without the fast path there is no unit of @remote to give back. */
+	return l->fast ? _URCU_PERCPU_LOCK_CAS : _URCU_PERCPU_LOCK_LOCAL;
+}
+
+static bool cas_once(struct urcu_percpu_lock *l, int cpu)
+{
+	struct urcu_percpu_lock_shard *s = &l->shards[cpu];
+
+	/* The cmpxchg is a full barrier: the C path's acquire, pairs with R. */
+	return CMM_LOAD_SHARED(s->lock) == _URCU_PERCPU_LOCK_FREE
+		&& uatomic_cmpxchg(&s->lock, _URCU_PERCPU_LOCK_FREE,
+				cas_value(l)) == _URCU_PERCPU_LOCK_FREE;
+}
+
+/* Steps 2 of the C path, after remote_request(). */
+static void cas_lock(struct urcu_percpu_lock *l, int cpu)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+
+	while (!cas_once(l, cpu))
+		urcu_rseq_backoff(&b);
+}
+
+static void lock_remote(struct urcu_percpu_lock *l, int cpu)
+{
+	remote_request(l, cpu);
+	cas_lock(l, cpu);
+}
+
+/*
+ * Waits for a pending remote request to go away before retrying the fast
+ * path, so that remote lockers are not starved; after the spin budget the
+ * thread joins the C path itself.
+ */
+int urcu_percpu_lock_slow(struct urcu_percpu_lock *l)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+	struct urcu_percpu_lock_shard *s;
+	int idx, ret;
+
+	for (;;) {
+		if (!l->fast)
+			break;
+		idx = urcu_rseq_index(l->mode);
+		if (idx < 0)
+			break;
+		s = &l->shards[idx];
+		ret = urcu_rseq_cmpeqv_cmpeqv_storev(l->mode, &s->lock,
+				_URCU_PERCPU_LOCK_FREE, &s->remote, 0,
+				_URCU_PERCPU_LOCK_LOCAL, idx);
+		if (ret == URCU_RSEQ_COMMITTED) {
+			_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
+			return idx;
+		}
+		if (ret == URCU_RSEQ_ABORTED)
+			continue;
+		if (CMM_LOAD_SHARED(s->lock) == _URCU_PERCPU_LOCK_LOCAL
+				&& l->mode == URCU_RSEQ_INDEX_CPU
+				&& b.step < URCU_RSEQ_BACKOFF_SPIN_STEPS) {
+			/*
+			 * Taken by a fast path on this CPU: the holder most
+			 * likely sits preempted behind us, spinning cannot
+			 * help it finish.
+			 */
+			b.step = URCU_RSEQ_BACKOFF_SPIN_STEPS;
+		} else if (CMM_LOAD_SHARED(s->lock) == _URCU_PERCPU_LOCK_FREE
+				&& b.step >= URCU_RSEQ_BACKOFF_SPIN_STEPS) {
+			/* remote != 0 for a while: compete for it. */
+			lock_remote(l, idx);
+			return idx;
+		}
+		urcu_rseq_backoff(&b);
+	}
+	/* No rseq for this thread, or no fence: the C path on our CPU. */
+	idx = urcu_rseq_cpu();
+	if (caa_unlikely(idx >= l->nr_shards))
+		idx %= l->nr_shards;
+	lock_remote(l, idx);
+	return idx;
+}
+
+void urcu_percpu_lock_cpu(struct urcu_percpu_lock *l, int cpu)
+{
+	struct urcu_percpu_lock_shard *s;
+
+	if (!valid_shard(l, cpu)) {
+		urcu_percpu_lock_bad_shard(l, cpu, "urcu_percpu_lock_cpu");
+		return;
+	}
+	s = &l->shards[cpu];
+	/* On the shard's CPU (or holding its mm_cid): the fast path is ours. */
+	while (l->fast && urcu_rseq_index(l->mode) == cpu) {
+		int ret = urcu_rseq_cmpeqv_cmpeqv_storev(l->mode, &s->lock,
+				_URCU_PERCPU_LOCK_FREE, &s->remote, 0,
+				_URCU_PERCPU_LOCK_LOCAL, cpu);
+
+		if (ret == URCU_RSEQ_COMMITTED) {
+			_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
+			return;
+		}
+		if (ret == URCU_RSEQ_CMPFAIL)
+			break;
+	}
+	lock_remote(l, cpu);
+}
+
+bool urcu_percpu_trylock_cpu(struct urcu_percpu_lock *l, int cpu)
+{
+	struct urcu_percpu_lock_shard *s;
+
+	if (!valid_shard(l, cpu)) {
+		errno = EINVAL;
+		return false;
+	}
+	s = &l->shards[cpu];
+	while (l->fast && urcu_rseq_index(l->mode) == cpu) {
+		int ret = urcu_rseq_cmpeqv_cmpeqv_storev(l->mode, &s->lock,
+				_URCU_PERCPU_LOCK_FREE, &s->remote, 0,
+				_URCU_PERCPU_LOCK_LOCAL, cpu);
+
+		if (ret == URCU_RSEQ_COMMITTED) {
+			_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
+			return true;
+		}
+		if (ret == URCU_RSEQ_CMPFAIL)
+			break;
+	}
+	/* Visibly held: fail without paying for a fence. */
+	if (CMM_LOAD_SHARED(s->lock) != _URCU_PERCPU_LOCK_FREE)
+		goto busy;
+	remote_request(l, cpu);
+	if (cas_once(l, cpu))
+		return true;
+	remote_cancel(l, cpu);
+busy:
+	errno = EBUSY;
+	return false;
+}
+
+void urcu_percpu_lock_all(struct urcu_percpu_lock *l)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+	int i;
+
+	if (!l) {
+		urcu_percpu_lock_bad_shard(l, -1, "urcu_percpu_lock_all");
+		return;
+	}
+	if (l->fast) {
+		/* One global fence instead of one per shard. */
+		for (i = 0; i < l->nr_shards; i++)
+			uatomic_inc(&l->shards[i].remote);
+		/* M1: pairs with the fence's barrier on every CPU. */
+		cmm_smp_mb__after_uatomic_inc();
+		urcu_rseq_fi_point();
+		while (urcu_rseq_fence())
+			urcu_rseq_backoff(&b);
+		urcu_rseq_fi_point();
+	}
+	/* Increasing index order, like every other multi-shard holder. */
+	for (i = 0; i < l->nr_shards; i++)
+		cas_lock(l, i);
+}
+
+void urcu_percpu_unlock_all(struct urcu_percpu_lock *l)
+{
+	int i;
+
+	if (!l) {
+		urcu_percpu_lock_bad_shard(l, -1, "urcu_percpu_unlock_all");
+		return;
+	}
+	for (i = 0; i < l->nr_shards; i++)
+		urcu_percpu_unlock(l, i);
+}

@@ -1,0 +1,578 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * src/wait.c - wait-stacks. The protocol and its argument are in
+ * include/urcu/wait.h; the state bits in src/wait-internal.h.
+ */
+#define _LGPL_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <urcu/wfstack.h>
+
+#include "common.h"
+#include "wait-internal.h"
+
+/*
+ * Adaptive spin budget, per thread, in nanoseconds. After each wait that
+ * ended with a wake-up, the budget moves a quarter of the way towards twice
+ * that wait's total duration (spin and sleep): a budget that covers the
+ * waits seen lately ends the next ones in the spin, without a futex on
+ * either side. A wait longer than the cap halves the budget: spinning would
+ * not have helped. Whether spinning steals the CPU from the thread we wait
+ * for is judged separately, in the spin loop, by timing sched_yield().
+ */
+#define WAIT_SPIN_MIN_NS	500
+#define WAIT_SPIN_INIT_NS	8000
+#define WAIT_SPIN_MAX_NS	40000
+#define WAIT_SPIN_YIELD_NS	2000	/* give the CPU away this often while spinning */
+#define WAIT_SPIN_YIELD_BUSY_NS	3000	/* a yield this long ran another thread */
+#define WAIT_SPIN_CHECK_MASK	31	/* read the clock every 32 pauses */
+
+static __thread int64_t wait_spin_budget_ns = WAIT_SPIN_INIT_NS;
+
+enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
+		clockid_t clock, const struct timespec *abstime,
+		int64_t *start_ns)
+{
+	int64_t budget = wait_spin_budget_ns, start = 0, last_yield = 0, now;
+	int64_t deadline = abstime ? urcu_rseq_ts_to_ns(abstime) : 0;
+	unsigned int i;
+
+	/*
+	 * The clock is first read after a few pauses: a wait that ends
+	 * sooner (the common hand-off) costs no clock read at all.
+	 */
+	*start_ns = 0;
+	for (i = 1; ; i++) {
+		if (CMM_LOAD_SHARED(*word) != val)
+			return URCU_WAIT_SPIN_CHANGED;
+		caa_cpu_relax();
+		if (i & WAIT_SPIN_CHECK_MASK)
+			continue;
+		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+		if (!start)
+			*start_ns = start = last_yield = now;
+		if (abstime && (clock == CLOCK_MONOTONIC ? now :
+				urcu_rseq_now_ns(clock)) >= deadline)
+			return URCU_WAIT_SPIN_DEADLINE;
+		if (now - start >= budget)
+			return URCU_WAIT_SPIN_EXHAUSTED;
+		/*
+		 * The thread we wait for may be runnable on this very CPU
+		 * (more threads than CPUs): let it run.
+		 */
+		if (now - last_yield >= WAIT_SPIN_YIELD_NS) {
+			sched_yield();
+			last_yield = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+			/*
+			 * A yield that took long ran another thread here: we
+			 * compete for this CPU, so spinning costs someone
+			 * else's progress. Sleep instead.
+			 */
+			if (last_yield - now >= WAIT_SPIN_YIELD_BUSY_NS)
+				return URCU_WAIT_SPIN_EXHAUSTED;
+		}
+	}
+}
+
+void urcu_wait_adapt(int64_t start_ns)
+{
+	int64_t b = wait_spin_budget_ns, t;
+
+	if (!start_ns)
+		return;	/* ended within the first pauses: the budget covers it */
+	t = urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns;
+	if (t > WAIT_SPIN_MAX_NS)
+		b /= 2;
+	else
+		b += (2 * t - b) / 4;
+	if (b < WAIT_SPIN_MIN_NS)
+		b = WAIT_SPIN_MIN_NS;
+	if (b > WAIT_SPIN_MAX_NS)
+		b = WAIT_SPIN_MAX_NS;
+	wait_spin_budget_ns = b;
+}
+
+/* The tiny queue lock: held only while nodes are unlinked. */
+static void queue_lock(struct urcu_wait_queue *q)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+
+	for (;;) {
+		/* Implies a full barrier: pairs with queue_unlock(). */
+		if (CMM_LOAD_SHARED(q->lock) == 0
+				&& uatomic_cmpxchg(&q->lock, 0, 1) == 0)
+			return;
+		urcu_rseq_backoff(&b);
+	}
+}
+
+static void queue_unlock(struct urcu_wait_queue *q)
+{
+	cmm_smp_mb();	/* Pairs with the cmpxchg in queue_lock(). */
+	CMM_STORE_SHARED(q->lock, 0);
+}
+
+/* The head, with the zero-filled NULL read as the empty marker. */
+static struct cds_wfs_head *queue_head(struct urcu_wait_queue *q)
+{
+	struct cds_wfs_head *head = CMM_LOAD_SHARED(q->stack.head);
+
+	return head ? head : (struct cds_wfs_head *) CDS_WFS_END;
+}
+
+void urcu_wait_queue_init(struct urcu_wait_queue *q)
+{
+	__cds_wfs_init(&q->stack);
+	q->lock = 0;
+	q->flags = 0;
+}
+
+void urcu_wait_node_init(struct urcu_wait_node *n)
+{
+	cds_wfs_node_init(&n->wfs);
+	n->state = URCU_WAIT_WAITING;
+	n->queue = NULL;
+}
+
+bool urcu_wait_queue_empty(struct urcu_wait_queue *q)
+{
+	return queue_head(q) == (struct cds_wfs_head *) CDS_WFS_END;
+}
+
+bool urcu_wait_add(struct urcu_wait_queue *q, struct urcu_wait_node *n)
+{
+	n->queue = q;
+	/*
+	 * A zero-filled queue has a NULL head; the stack needs its end
+	 * marker before the first push so that the bottom node's next is
+	 * not NULL (NULL means "push in progress" to the stack).
+	 */
+	if (caa_unlikely(CMM_LOAD_SHARED(q->stack.head) == NULL))
+		(void) uatomic_cmpxchg(&q->stack.head, NULL,
+				(struct cds_wfs_head *) CDS_WFS_END);
+	/*
+	 * Full barrier (xchg): the node's fields are initialized before a
+	 * waker can pop it. Pairs with the barrier in the pop (cmpxchg or
+	 * xchg on the head).
+	 */
+	return !cds_wfs_push(&q->stack, &n->wfs);
+}
+
+/*
+ * Wait until a timed-out waiter whose node we popped has released the
+ * queue lock for the last time; returns its state then.
+ */
+static int32_t wait_left(struct urcu_wait_node *n, int32_t s)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+
+	while (!(s & URCU_WAIT_LEFT)) {
+		urcu_rseq_backoff(&b);
+		s = CMM_LOAD_SHARED(n->state);
+	}
+	/* Pairs with the barrier before the waiter's LEFT store. */
+	cmm_smp_mb();
+	return s;
+}
+
+/*
+ * The waker's side for one popped node; its last access to @n. Returns
+ * true if the waiter was woken, false if it had timed out. The node may be
+ * WAITING or SLEEPING, DETACHED or not, or TIMEDOUT.
+ */
+static bool wake_node(struct urcu_wait_node *n, int32_t how)
+{
+	int32_t old = CMM_LOAD_SHARED(n->state), cur;
+
+	for (;;) {
+		if (old & URCU_WAIT_TIMEDOUT) {
+			/*
+			 * Returning while the waiter may still take the queue
+			 * lock would let the caller's caller free the queue
+			 * under it (destroy right after signal).
+			 */
+			(void) wait_left(n, old);
+			/* Pairs with the barrier after the waiter's TEARDOWN load. */
+			cmm_smp_mb();
+			CMM_STORE_SHARED(n->state, URCU_WAIT_TIMEDOUT
+					| URCU_WAIT_LEFT | URCU_WAIT_TEARDOWN);
+			return false;
+		}
+		if (!(old & URCU_WAIT_SLEEPING)) {
+			/* Still spinning: one CAS wakes it and ends our access. */
+			cur = uatomic_cmpxchg(&n->state, old,
+					URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
+			if (cur == old)
+				return true;
+			old = cur;
+			continue;
+		}
+		cur = uatomic_cmpxchg(&n->state, old, URCU_WAIT_WAKEUP | how);
+		if (cur != old) {
+			old = cur;
+			continue;
+		}
+		urcu_rseq_fi_point();
+		urcu_rseq_futex_wake(&n->state, 1);
+		urcu_rseq_fi_point();
+		/* Pairs with the barrier after the waiter's TEARDOWN load. */
+		cmm_smp_mb();
+		CMM_STORE_SHARED(n->state,
+				URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
+		return true;
+	}
+}
+
+/*
+ * A chained broadcast popped @n: tell its waiter, before the broadcast
+ * returns, that it will be woken by the chain and must not touch the queue
+ * again (no deadline, no unlinking). A waiter that timed out first is
+ * waited for until it has left the queue; the chain skips it later.
+ */
+static void detach_node(struct urcu_wait_node *n)
+{
+	int32_t s = CMM_LOAD_SHARED(n->state), cur;
+
+	for (;;) {
+		if (s & URCU_WAIT_TIMEDOUT) {
+			(void) wait_left(n, s);
+			return;
+		}
+		cur = uatomic_cmpxchg(&n->state, s, s | URCU_WAIT_DETACHED);
+		if (cur == s)
+			return;
+		s = cur;
+	}
+}
+
+/* Wait until the waker that holds @n has finished with it. */
+static int32_t wait_teardown(struct urcu_wait_node *n)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+	int32_t s;
+
+	while (!((s = CMM_LOAD_SHARED(n->state)) & URCU_WAIT_TEARDOWN))
+		urcu_rseq_backoff(&b);
+	/* Pairs with the barrier before the waker's TEARDOWN store. */
+	cmm_smp_mb();
+	return s;
+}
+
+/*
+ * Unlink @n if it is still on its queue. Returns false if a waker popped it
+ * first (that waker will end with a TEARDOWN store).
+ */
+static bool unlink_node(struct urcu_wait_queue *q, struct urcu_wait_node *n)
+{
+	struct cds_wfs_head *head;
+	struct cds_wfs_node *pred, *cur, *next;
+	bool found = false;
+
+	queue_lock(q);
+retry:
+	head = queue_head(q);
+	if (head == (struct cds_wfs_head *) CDS_WFS_END)
+		goto out;
+	if (&head->node == &n->wfs) {
+		next = cds_wfs_next_blocking(&n->wfs);
+		if (!next)
+			next = (struct cds_wfs_node *) CDS_WFS_END;
+		/* A concurrent push moves the head: then walk from it. */
+		if (uatomic_cmpxchg(&q->stack.head, head,
+				caa_container_of(next, struct cds_wfs_head, node))
+				!= head)
+			goto retry;
+		found = true;
+		goto out;
+	}
+	/*
+	 * Linked nodes below the head are written by nobody but lock
+	 * holders: pushers only write the node they push.
+	 */
+	for (pred = &head->node; (cur = cds_wfs_next_blocking(pred)); pred = cur) {
+		if (cur != &n->wfs)
+			continue;
+		next = cds_wfs_next_blocking(cur);
+		CMM_STORE_SHARED(pred->next,
+				next ? next : (struct cds_wfs_node *) CDS_WFS_END);
+		found = true;
+		break;
+	}
+out:
+	queue_unlock(q);
+	return found;
+}
+
+/*
+ * The waiter gives up (deadline or cancellation). Returns 0 if it won the
+ * node's fate (TIMEDOUT, off the queue); URCU_WAIT_DETACHED if a chained
+ * broadcast popped it (it is woken when the chain reaches it and must not
+ * touch the queue: the caller keeps waiting); else the woken state, once
+ * the waker is done with the node.
+ */
+static int32_t give_up(struct urcu_wait_node *n)
+{
+	int32_t s = CMM_LOAD_SHARED(n->state), cur;
+
+	for (;;) {
+		if (s & URCU_WAIT_WAKEUP)
+			return wait_teardown(n);
+		if (s & URCU_WAIT_DETACHED)
+			return URCU_WAIT_DETACHED;
+		cur = uatomic_cmpxchg(&n->state, s, URCU_WAIT_TIMEDOUT);
+		if (cur == s)
+			break;
+		s = cur;
+	}
+	urcu_rseq_fi_point();
+	if (!unlink_node(n->queue, n)) {
+		/*
+		 * A waker popped the node and waits for this store before it
+		 * goes on: the queue lock above was our last access to the
+		 * queue. Pairs with the barrier in wait_left().
+		 */
+		cmm_smp_mb();
+		CMM_STORE_SHARED(n->state, URCU_WAIT_TIMEDOUT | URCU_WAIT_LEFT);
+		(void) wait_teardown(n);
+	}
+	return 0;
+}
+
+static struct cds_wfs_node *chain_of(struct urcu_wait_node *n, int32_t state)
+{
+	struct cds_wfs_node *next;
+
+	if (!(state & URCU_WAIT_CHAIN))
+		return NULL;
+	/*
+	 * Written by our own push, or by an unlinker under the queue lock
+	 * before the broadcast popped us: ordered before the TEARDOWN we saw.
+	 */
+	next = CMM_LOAD_SHARED(n->wfs.next);
+	return next == (struct cds_wfs_node *) CDS_WFS_END ? NULL : next;
+}
+
+/*
+ * The futex sleep, optionally a cancellation point: the asynchronous
+ * cancel type covers the system call only, so that a cancellation can
+ * only unwind from a state the caller's cleanup handler knows (queued,
+ * sleeping or woken), never from the middle of a protocol step.
+ */
+static int sleep_on(struct urcu_wait_node *n, int32_t val, clockid_t clock,
+		const struct timespec *abstime, bool cancellable)
+{
+	int ret, oldtype;
+
+	if (!cancellable)
+		return urcu_rseq_futex_wait(&n->state, val, clock, abstime);
+	(void) pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
+	ret = urcu_rseq_futex_wait(&n->state, val, clock, abstime);
+	(void) pthread_setcanceltype(oldtype, NULL);
+	return ret;
+}
+
+int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
+		const struct timespec *abstime, struct cds_wfs_node **chain,
+		bool cancellable)
+{
+	enum urcu_wait_spin_result spin;
+	int32_t expect = URCU_WAIT_WAITING, s;
+	int64_t start;
+	int ret;
+
+	*chain = NULL;
+	if (!n || !n->queue)
+		return EINVAL;
+	if (abstime && !urcu_rseq_ts_valid(abstime))
+		return EINVAL;
+	if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME)
+		return EINVAL;
+
+	for (;;) {
+		spin = urcu_wait_spin(&n->state, expect, clock, abstime, &start);
+		if (spin == URCU_WAIT_SPIN_CHANGED) {
+			s = CMM_LOAD_SHARED(n->state);
+			if (s & URCU_WAIT_WAKEUP)
+				goto woken_teardown;
+			/*
+			 * Detached by a broadcast: it woke us, the chain
+			 * will tell us so. A deadline no longer applies.
+			 */
+			expect = s;
+			abstime = NULL;
+			continue;
+		}
+		if (spin == URCU_WAIT_SPIN_DEADLINE) {
+			s = give_up(n);
+			if (!s)
+				goto timedout;
+			if (s != URCU_WAIT_DETACHED)
+				goto woken;
+			expect = CMM_LOAD_SHARED(n->state);
+			if (expect & URCU_WAIT_WAKEUP)
+				goto woken_teardown;
+			abstime = NULL;
+			continue;
+		}
+		/* Announce the sleep, so that the waker issues the futex wake. */
+		s = uatomic_cmpxchg(&n->state, expect, expect | URCU_WAIT_SLEEPING);
+		if (s == expect)
+			break;
+		if (s & URCU_WAIT_WAKEUP)
+			goto woken_teardown;
+		expect = s;	/* detached meanwhile */
+		abstime = NULL;
+	}
+	expect |= URCU_WAIT_SLEEPING;
+	for (;;) {
+		urcu_rseq_fi_point();
+		ret = sleep_on(n, expect, clock, abstime, cancellable);
+		/* Spurious returns and EINTR: look at the state again. */
+		s = CMM_LOAD_SHARED(n->state);
+		if (s & URCU_WAIT_WAKEUP)
+			goto woken_teardown;
+		if (s != expect) {
+			expect = s;	/* detached: no deadline any more */
+			abstime = NULL;
+			continue;
+		}
+		if (ret == ETIMEDOUT
+				|| (abstime && urcu_rseq_ts_passed(clock, abstime))) {
+			s = give_up(n);
+			if (!s)
+				goto timedout;
+			if (s != URCU_WAIT_DETACHED)
+				goto woken;
+			expect = URCU_WAIT_SLEEPING | URCU_WAIT_DETACHED;
+			abstime = NULL;
+		}
+	}
+
+woken_teardown:
+	s = wait_teardown(n);
+woken:
+	urcu_wait_adapt(start);
+	*chain = chain_of(n, s);
+	urcu_wait_node_init(n);
+	return 0;
+timedout:
+	urcu_wait_node_init(n);
+	return ETIMEDOUT;
+}
+
+int urcu_wait_cancel(struct urcu_wait_node *n, struct cds_wfs_node **chain)
+{
+	int32_t s;
+
+	*chain = NULL;
+	s = give_up(n);
+	if (!s) {
+		urcu_wait_node_init(n);
+		return 0;
+	}
+	/* Popped by a broadcast: the node is ours once the chain reached it. */
+	if (s == URCU_WAIT_DETACHED)
+		s = wait_teardown(n);
+	*chain = chain_of(n, s);
+	urcu_wait_node_init(n);
+	return 1;
+}
+
+int urcu_wait_clock(struct urcu_wait_node *n, clockid_t clock,
+		const struct timespec *abstime)
+{
+	struct cds_wfs_node *chain;
+
+	return urcu_wait_chained(n, clock, abstime, &chain, false);
+}
+
+int urcu_wait(struct urcu_wait_node *n, const struct timespec *abstime)
+{
+	return urcu_wait_clock(n, CLOCK_MONOTONIC, abstime);
+}
+
+bool urcu_wait_wake_one(struct urcu_wait_queue *q)
+{
+	struct cds_wfs_node *node;
+
+	/* Pairs with the full barrier of urcu_wait_add() (xchg). */
+	cmm_smp_mb();
+	for (;;) {
+		if (urcu_wait_queue_empty(q))
+			return false;
+		queue_lock(q);
+		node = urcu_wait_queue_empty(q) ? NULL :
+			__cds_wfs_pop_blocking(&q->stack);
+		queue_unlock(q);
+		if (!node)
+			return false;
+		urcu_rseq_fi_point();
+		/* A waiter that timed out is skipped: wake another. */
+		if (wake_node(caa_container_of(node, struct urcu_wait_node, wfs), 0))
+			return true;
+	}
+}
+
+static struct cds_wfs_head *pop_all(struct urcu_wait_queue *q)
+{
+	struct cds_wfs_head *head;
+
+	/* Pairs with the full barrier of urcu_wait_add() (xchg). */
+	cmm_smp_mb();
+	if (urcu_wait_queue_empty(q))
+		return NULL;
+	queue_lock(q);
+	head = __cds_wfs_pop_all(&q->stack);
+	queue_unlock(q);
+	return head;
+}
+
+int urcu_wait_wake_all(struct urcu_wait_queue *q)
+{
+	struct cds_wfs_head *head = pop_all(q);
+	struct cds_wfs_node *node, *next;
+	int woken = 0;
+
+	if (!head)
+		return 0;
+	/* Read each next before the node's last access hands it back. */
+	cds_wfs_for_each_blocking_safe(head, node, next) {
+		if (wake_node(caa_container_of(node, struct urcu_wait_node, wfs), 0))
+			woken++;
+	}
+	return woken;
+}
+
+void urcu_wait_wake_chain(struct cds_wfs_node *chain)
+{
+	struct cds_wfs_node *next;
+
+	for (; chain; chain = next) {
+		next = cds_wfs_next_blocking(chain);
+		urcu_rseq_fi_point();
+		/* The woken waiter passes the rest on itself. */
+		if (wake_node(caa_container_of(chain, struct urcu_wait_node, wfs),
+				URCU_WAIT_CHAIN))
+			return;
+	}
+}
+
+void urcu_wait_wake_all_chained(struct urcu_wait_queue *q)
+{
+	struct cds_wfs_head *head = pop_all(q);
+	struct cds_wfs_node *first, *node;
+
+	if (!head)
+		return;
+	/*
+	 * The first is woken at once. The others must learn, before we
+	 * return, that they are no longer on the queue: our caller may free
+	 * it as soon as we return.
+	 */
+	first = cds_wfs_first(head);
+	for (node = cds_wfs_next_blocking(first); node;
+			node = cds_wfs_next_blocking(node))
+		detach_node(caa_container_of(node, struct urcu_wait_node, wfs));
+	urcu_wait_wake_chain(first);
+}

@@ -1,0 +1,583 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Benchmarks of wait-stacks, urcu_cond and event counts against
+ * pthread_cond and Concurrency Kit's ck_ec, through the shared harness.
+ * Hand-off workloads have two roles: the harness threads are the
+ * initiators (their ops are what is timed), and setup() starts the other
+ * role (responders, pool workers, broadcast waiters), teardown() stops it.
+ * - pingpong: one op is a round trip; 1 pair on 2 CPUs, 4 pairs on 2 CPUs
+ *   (oversubscribed): urcu_cond, urcu_wait vs pthread_cond;
+ * - pool: one op is a ~1 us task handed by the producer to N = 2, 8, 32
+ *   workers through a bounded queue: urcu_cond vs pthread_mutex +
+ *   pthread_cond (ns/op is the inverse of tasks per second);
+ * - broadcast64: one op is a broadcast to 64 waiters until the last has
+ *   run, and their return to waiting;
+ * - ec: event-count round trip and notify without waiters, vs ck_ec.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <urcu/uatomic.h>
+#include <urcu/cond.h>
+
+#ifdef HAVE_CK
+#include <ck_ec.h>
+#endif
+
+#include "bench.h"
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu % bench_nr_cpus(), &set);
+	(void) pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+enum kind { PTHREAD, URCU_COND, URCU_WAIT, URCU_EC, CK_EC };
+
+#define MAX_PAIRS	8
+
+/* Ping-pong: the initiator hands the turn over and waits for it back. */
+struct pair {
+	pthread_mutex_t lock;
+	pthread_cond_t pc[2];
+	struct urcu_cond uc[2];
+	struct urcu_wait_queue wq[2];
+	struct urcu_ec ec[2];
+#ifdef HAVE_CK
+	struct ck_ec32 ck[2];
+#endif
+	int turn;	/* 1: the responder's */
+	int stop;
+	pthread_t responder;
+	enum kind kind;
+	int cpu;
+} __attribute__((aligned(128)));
+
+struct pingpong {
+	enum kind kind;
+	unsigned int nr;
+	struct pair pairs[MAX_PAIRS];
+};
+
+#ifdef HAVE_CK
+static int ck_gettime(const struct ck_ec_ops *ops, struct timespec *out)
+{
+	return clock_gettime(CLOCK_MONOTONIC, out);
+}
+
+static void ck_wait32(const struct ck_ec_wait_state *st, const uint32_t *addr,
+		uint32_t expected, const struct timespec *deadline)
+{
+	syscall(SYS_futex, addr, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+		expected, deadline, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+static void ck_wake32(const struct ck_ec_ops *ops, const uint32_t *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT32_MAX,
+		NULL, NULL, 0);
+}
+
+static const struct ck_ec_ops ck_ops = {
+	.gettime = ck_gettime,
+	.wait32 = ck_wait32,
+	.wake32 = ck_wake32,
+};
+static const struct ck_ec_mode ck_mode = { .ops = &ck_ops, .single_producer = false };
+#endif
+
+/* Give the turn to side @to of @p and wake it. */
+static void give_turn(struct pair *p, int to)
+{
+	switch (p->kind) {
+	case PTHREAD:
+	case URCU_COND:
+		pthread_mutex_lock(&p->lock);
+		p->turn = to;
+		pthread_mutex_unlock(&p->lock);
+		if (p->kind == PTHREAD)
+			pthread_cond_signal(&p->pc[to]);
+		else
+			urcu_cond_signal(&p->uc[to]);
+		break;
+	case URCU_WAIT:
+		uatomic_set(&p->turn, to);
+		urcu_wait_wake_one(&p->wq[to]);
+		break;
+	case URCU_EC:
+		uatomic_set(&p->turn, to);
+		urcu_ec_notify(&p->ec[to]);
+		break;
+	case CK_EC:
+#ifdef HAVE_CK
+		uatomic_set(&p->turn, to);
+		ck_ec32_inc(&p->ck[to], &ck_mode);
+#endif
+		break;
+	}
+}
+
+/* Wait until the turn is @me's or the pair stops; returns false on stop. */
+static bool take_turn(struct pair *p, int me)
+{
+	static const struct timespec already = { 0, 0 };
+	struct urcu_wait_node node;
+	uint32_t key;
+
+	switch (p->kind) {
+	case PTHREAD:
+	case URCU_COND:
+		pthread_mutex_lock(&p->lock);
+		while (p->turn != me && !p->stop) {
+			if (p->kind == PTHREAD)
+				pthread_cond_wait(&p->pc[me], &p->lock);
+			else
+				urcu_cond_wait(&p->uc[me], &p->lock);
+		}
+		pthread_mutex_unlock(&p->lock);
+		break;
+	case URCU_WAIT:
+		while (uatomic_read(&p->turn) != me && !uatomic_read(&p->stop)) {
+			urcu_wait_node_init(&node);
+			urcu_wait_add(&p->wq[me], &node);
+			/* Queued before looking: the other side's wake finds us. */
+			if (uatomic_read(&p->turn) == me || uatomic_read(&p->stop))
+				urcu_wait(&node, &already);
+			else
+				urcu_wait(&node, NULL);
+		}
+		break;
+	case URCU_EC:
+		for (;;) {
+			key = urcu_ec_prepare(&p->ec[me]);
+			if (uatomic_read(&p->turn) == me || uatomic_read(&p->stop))
+				break;
+			urcu_ec_wait(&p->ec[me], key, NULL);
+		}
+		break;
+	case CK_EC:
+#ifdef HAVE_CK
+		for (;;) {
+			key = ck_ec32_value(&p->ck[me]);
+			if (uatomic_read(&p->turn) == me || uatomic_read(&p->stop))
+				break;
+			ck_ec32_wait(&p->ck[me], &ck_mode, key, NULL);
+		}
+#endif
+		break;
+	}
+	return !uatomic_read(&p->stop);
+}
+
+static void *responder(void *arg)
+{
+	struct pair *p = (struct pair *) arg;
+
+	pin(p->cpu);
+	while (take_turn(p, 1))
+		give_turn(p, 0);
+	return NULL;
+}
+
+static int pingpong_setup(void *arg, unsigned int threads)
+{
+	struct pingpong *pp = (struct pingpong *) arg;
+	unsigned int i;
+
+	if (threads > MAX_PAIRS)
+		return 1;
+	memset(pp->pairs, 0, sizeof(pp->pairs));
+	pp->nr = threads;
+	for (i = 0; i < threads; i++) {
+		struct pair *p = &pp->pairs[i];
+
+		pthread_mutex_init(&p->lock, NULL);
+		pthread_cond_init(&p->pc[0], NULL);
+		pthread_cond_init(&p->pc[1], NULL);
+		p->kind = pp->kind;
+		p->cpu = (int) i + 1;	/* the harness pins initiator i on CPU i */
+		pthread_create(&p->responder, NULL, responder, p);
+	}
+	return 0;
+}
+
+static void pingpong_teardown(void *arg)
+{
+	struct pingpong *pp = (struct pingpong *) arg;
+	unsigned int i;
+
+	for (i = 0; i < pp->nr; i++) {
+		struct pair *p = &pp->pairs[i];
+
+		pthread_mutex_lock(&p->lock);
+		uatomic_set(&p->stop, 1);
+		pthread_mutex_unlock(&p->lock);
+		give_turn(p, 1);
+		pthread_join(p->responder, NULL);
+		pthread_cond_destroy(&p->pc[0]);
+		pthread_cond_destroy(&p->pc[1]);
+	}
+}
+
+static void *pingpong_thread_arg(void *arg, unsigned int id)
+{
+	return &((struct pingpong *) arg)->pairs[id % MAX_PAIRS];
+}
+
+static void op_roundtrip(void *arg, uint64_t iters)
+{
+	struct pair *p = (struct pair *) arg;
+
+	while (iters--) {
+		give_turn(p, 1);
+		take_turn(p, 0);
+	}
+}
+
+/* Thread pool: the harness thread produces, setup() starts the workers. */
+#define POOL_QSIZE	256
+#define POOL_MAX	32
+
+struct pool {
+	enum kind kind;
+	pthread_mutex_t lock;
+	pthread_cond_t p_nonempty, p_nonfull;
+	struct urcu_cond u_nonempty, u_nonfull;
+	unsigned int head, count, nr_workers;
+	int tasks[POOL_QSIZE];
+	int done;
+	uint64_t submitted, executed;
+	pthread_t workers[POOL_MAX];
+};
+
+static long task_loops;	/* calibrated to about 1 us */
+
+static void task(int v)
+{
+	volatile long x = v;
+	long i;
+
+	for (i = 0; i < task_loops; i++)
+		x += i;
+}
+
+static void pool_wait(struct pool *pl, pthread_cond_t *pc, struct urcu_cond *uc)
+{
+	if (pl->kind == PTHREAD)
+		pthread_cond_wait(pc, &pl->lock);
+	else
+		urcu_cond_wait(uc, &pl->lock);
+}
+
+static void pool_signal(struct pool *pl, pthread_cond_t *pc, struct urcu_cond *uc)
+{
+	if (pl->kind == PTHREAD)
+		pthread_cond_signal(pc);
+	else
+		urcu_cond_signal(uc);
+}
+
+static void *pool_worker(void *arg)
+{
+	struct pool *pl = (struct pool *) arg;
+	uint64_t n = 0;
+	int v;
+
+	pthread_mutex_lock(&pl->lock);
+	for (;;) {
+		while (!pl->count && !pl->done)
+			pool_wait(pl, &pl->p_nonempty, &pl->u_nonempty);
+		if (!pl->count)
+			break;
+		v = pl->tasks[pl->head];
+		pl->head = (pl->head + 1) % POOL_QSIZE;
+		pl->count--;
+		pthread_mutex_unlock(&pl->lock);
+		pool_signal(pl, &pl->p_nonfull, &pl->u_nonfull);
+		task(v);
+		n++;
+		pthread_mutex_lock(&pl->lock);
+	}
+	pl->executed += n;
+	pthread_mutex_unlock(&pl->lock);
+	return NULL;
+}
+
+static int pool_setup(void *arg, unsigned int threads)
+{
+	struct pool *pl = (struct pool *) arg;
+	unsigned int i;
+
+	pl->head = pl->count = 0;
+	pl->done = 0;
+	pl->submitted = pl->executed = 0;
+	pthread_mutex_init(&pl->lock, NULL);
+	pthread_cond_init(&pl->p_nonempty, NULL);
+	pthread_cond_init(&pl->p_nonfull, NULL);
+	urcu_cond_init(&pl->u_nonempty, CLOCK_REALTIME);
+	urcu_cond_init(&pl->u_nonfull, CLOCK_REALTIME);
+	for (i = 0; i < pl->nr_workers; i++)
+		pthread_create(&pl->workers[i], NULL, pool_worker, pl);
+	return 0;
+}
+
+static void pool_teardown(void *arg)
+{
+	struct pool *pl = (struct pool *) arg;
+	unsigned int i;
+
+	pthread_mutex_lock(&pl->lock);
+	pl->done = 1;
+	pthread_mutex_unlock(&pl->lock);
+	if (pl->kind == PTHREAD)
+		pthread_cond_broadcast(&pl->p_nonempty);
+	else
+		urcu_cond_broadcast(&pl->u_nonempty);
+	for (i = 0; i < pl->nr_workers; i++)
+		pthread_join(pl->workers[i], NULL);
+	if (pl->executed != pl->submitted) {
+		fprintf(stderr, "bench_cond: the pool lost tasks\n");
+		exit(1);
+	}
+	pthread_cond_destroy(&pl->p_nonempty);
+	pthread_cond_destroy(&pl->p_nonfull);
+}
+
+static void op_submit(void *arg, uint64_t iters)
+{
+	struct pool *pl = (struct pool *) arg;
+
+	while (iters--) {
+		pthread_mutex_lock(&pl->lock);
+		while (pl->count == POOL_QSIZE)
+			pool_wait(pl, &pl->p_nonfull, &pl->u_nonfull);
+		pl->tasks[(pl->head + pl->count++) % POOL_QSIZE] = (int) iters;
+		pl->submitted++;
+		pthread_mutex_unlock(&pl->lock);
+		pool_signal(pl, &pl->p_nonempty, &pl->u_nonempty);
+	}
+}
+
+/* Broadcast to 64 waiters that live from setup() to teardown(). */
+#define NR_BCAST	64
+
+struct bcast {
+	enum kind kind;
+	pthread_mutex_t lock;
+	pthread_cond_t pc, p_ready;
+	struct urcu_cond uc, u_ready;
+	int generation, waiting, stop;
+	pthread_t t[NR_BCAST];
+};
+
+static void bc_wait(struct bcast *bc, pthread_cond_t *pc, struct urcu_cond *uc)
+{
+	if (bc->kind == PTHREAD)
+		pthread_cond_wait(pc, &bc->lock);
+	else
+		urcu_cond_wait(uc, &bc->lock);
+}
+
+static void *bc_waiter(void *arg)
+{
+	struct bcast *bc = (struct bcast *) arg;
+	int gen;
+
+	pthread_mutex_lock(&bc->lock);
+	while (!bc->stop) {
+		gen = bc->generation;
+		/* The last one to wait tells the broadcaster. */
+		if (++bc->waiting == NR_BCAST) {
+			if (bc->kind == PTHREAD)
+				pthread_cond_signal(&bc->p_ready);
+			else
+				urcu_cond_signal(&bc->u_ready);
+		}
+		while (bc->generation == gen && !bc->stop)
+			bc_wait(bc, &bc->pc, &bc->uc);
+	}
+	pthread_mutex_unlock(&bc->lock);
+	return NULL;
+}
+
+static int bcast_setup(void *arg, unsigned int threads)
+{
+	struct bcast *bc = (struct bcast *) arg;
+	int i;
+
+	pthread_mutex_init(&bc->lock, NULL);
+	pthread_cond_init(&bc->pc, NULL);
+	pthread_cond_init(&bc->p_ready, NULL);
+	memset(&bc->uc, 0, sizeof(bc->uc));
+	memset(&bc->u_ready, 0, sizeof(bc->u_ready));
+	bc->generation = bc->waiting = bc->stop = 0;
+	for (i = 0; i < NR_BCAST; i++)
+		pthread_create(&bc->t[i], NULL, bc_waiter, bc);
+	return 0;
+}
+
+static void bcast_teardown(void *arg)
+{
+	struct bcast *bc = (struct bcast *) arg;
+	int i;
+
+	pthread_mutex_lock(&bc->lock);
+	bc->stop = 1;
+	if (bc->kind == PTHREAD)
+		pthread_cond_broadcast(&bc->pc);
+	else
+		urcu_cond_broadcast(&bc->uc);
+	pthread_mutex_unlock(&bc->lock);
+	for (i = 0; i < NR_BCAST; i++)
+		pthread_join(bc->t[i], NULL);
+}
+
+static void op_broadcast(void *arg, uint64_t iters)
+{
+	struct bcast *bc = (struct bcast *) arg;
+
+	pthread_mutex_lock(&bc->lock);
+	while (iters--) {
+		while (bc->waiting < NR_BCAST)
+			bc_wait(bc, &bc->p_ready, &bc->u_ready);
+		bc->waiting = 0;
+		bc->generation++;
+		if (bc->kind == PTHREAD)
+			pthread_cond_broadcast(&bc->pc);
+		else
+			urcu_cond_broadcast(&bc->uc);
+	}
+	pthread_mutex_unlock(&bc->lock);
+}
+
+/* Notify with nobody waiting: the producer's cost when consumers are busy. */
+static struct urcu_ec idle_ec;
+#ifdef HAVE_CK
+static struct ck_ec32 idle_ck;
+#endif
+
+static void op_notify_urcu(void *arg, uint64_t iters)
+{
+	while (iters--)
+		urcu_ec_notify(&idle_ec);
+}
+
+#ifdef HAVE_CK
+static void op_notify_ck(void *arg, uint64_t iters)
+{
+	while (iters--)
+		ck_ec32_inc(&idle_ck, &ck_mode);
+}
+#endif
+
+static void calibrate_task(void)
+{
+	struct timespec a, b;
+	int64_t t;
+
+	task_loops = 1000;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		task(0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		t = (b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec;
+		if (t >= 20000 || task_loops > (1L << 26))
+			break;
+		task_loops *= 2;
+	}
+	task_loops = task_loops * 1000 / (t ? t : 1);
+}
+
+#define PINGPONG_DEF(label, k, pp)					\
+	{ .name = label, .op = op_roundtrip, .arg = pp,			\
+	  .setup = pingpong_setup, .teardown = pingpong_teardown,	\
+	  .thread_arg = pingpong_thread_arg }
+
+#define POOL_DEF(label, pl)						\
+	{ .name = label, .op = op_submit, .arg = pl,			\
+	  .setup = pool_setup, .teardown = pool_teardown }
+
+int main(int argc, char **argv)
+{
+	static struct pingpong pp_pthread = { .kind = PTHREAD },
+		pp_cond = { .kind = URCU_COND },
+		pp_wait = { .kind = URCU_WAIT }, pp_ec = { .kind = URCU_EC },
+		pp_ck = { .kind = CK_EC };
+	static struct pool pools[3][2];
+	static struct bcast bc_pthread = { .kind = PTHREAD },
+		bc_urcu = { .kind = URCU_COND };
+	static const unsigned int pool_sizes[3] = { 2, 8, 32 };
+	struct bench *b = bench_init("bench_cond", argc, argv);
+	static char names[3][2][32];
+	unsigned int i;
+
+	calibrate_task();
+	{
+		const struct bench_def pingpong[] = {
+			PINGPONG_DEF("pthread_cond", PTHREAD, &pp_pthread),
+			PINGPONG_DEF("urcu_cond", URCU_COND, &pp_cond),
+			PINGPONG_DEF("urcu_wait", URCU_WAIT, &pp_wait),
+		};
+
+		/* 1 pair: 2 threads on 2 CPUs; 4 pairs: 8 threads on 2 CPUs. */
+		BENCH_GROUP(b, "pingpong_rtt", BENCH_THREADS(1, 4), pingpong);
+	}
+	for (i = 0; i < 3; i++) {
+		pools[i][0].kind = PTHREAD;
+		pools[i][1].kind = URCU_COND;
+		pools[i][0].nr_workers = pools[i][1].nr_workers = pool_sizes[i];
+		snprintf(names[i][0], sizeof(names[i][0]), "pthread_cond_N%u",
+			pool_sizes[i]);
+		snprintf(names[i][1], sizeof(names[i][1]), "urcu_cond_N%u",
+			pool_sizes[i]);
+		{
+			const struct bench_def pool[] = {
+				POOL_DEF(names[i][0], &pools[i][0]),
+				POOL_DEF(names[i][1], &pools[i][1]),
+			};
+
+			BENCH_GROUP(b, "pool_1us_task", BENCH_THREADS(1), pool);
+		}
+	}
+	{
+		const struct bench_def bcast[] = {
+			{ .name = "pthread_cond", .op = op_broadcast, .arg = &bc_pthread,
+			  .setup = bcast_setup, .teardown = bcast_teardown },
+			{ .name = "urcu_cond", .op = op_broadcast, .arg = &bc_urcu,
+			  .setup = bcast_setup, .teardown = bcast_teardown },
+		};
+
+		BENCH_GROUP(b, "broadcast64", BENCH_THREADS(1), bcast);
+	}
+#ifdef HAVE_CK
+	{
+		const struct bench_def ec[] = {
+			PINGPONG_DEF("ck_ec", CK_EC, &pp_ck),
+			PINGPONG_DEF("urcu_ec", URCU_EC, &pp_ec),
+		};
+		const struct bench_def notify[] = {
+			{ .name = "ck_ec32_inc", .op = op_notify_ck },
+			{ .name = "urcu_ec_notify", .op = op_notify_urcu },
+		};
+
+		BENCH_GROUP(b, "ec_rtt", BENCH_THREADS(1), ec);
+		BENCH_GROUP(b, "ec_notify_no_waiter", BENCH_THREADS(1), notify);
+	}
+#else
+	(void) pp_ec;
+	(void) pp_ck;
+	fprintf(stderr, "bench_cond: ck_ec rows skipped (no libck)\n");
+#endif
+	return bench_run(b);
+}

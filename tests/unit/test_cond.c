@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Unit tests of urcu/cond.h: condition variables (every function and error,
+ * both clocks, zero-filled objects, EBUSY, the mutex-agnostic wait) and
+ * event counts.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <urcu/uatomic.h>
+#include <urcu/cond.h>
+
+#include "tap.h"
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+	return (int64_t) ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
+static int64_t now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return ts_ns(&ts);
+}
+
+static struct timespec deadline_in(clockid_t clock, int64_t ns)
+{
+	int64_t t = now_ns(clock) + ns;
+	struct timespec ts = { t / 1000000000LL, t % 1000000000LL };
+
+	return ts;
+}
+
+static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct urcu_cond cond;	/* zero-filled: valid */
+static int predicate, nr_waiting, nr_woken;
+
+static void *cond_waiter(void *arg)
+{
+	pthread_mutex_lock(&mutex);
+	nr_waiting++;
+	while (!predicate)
+		urcu_cond_wait(&cond, &mutex);
+	nr_woken++;
+	pthread_mutex_unlock(&mutex);
+	return NULL;
+}
+
+static void wait_count(int *count, int n)
+{
+	for (;;) {
+		pthread_mutex_lock(&mutex);
+		if (*count >= n) {
+			pthread_mutex_unlock(&mutex);
+			return;
+		}
+		pthread_mutex_unlock(&mutex);
+		usleep(200);
+	}
+}
+
+static void test_errors(void)
+{
+	struct urcu_cond c = URCU_COND_INITIALIZER;
+	struct timespec bad = { 0, 1000000000L }, neg = { 0, -1 };
+	pthread_mutexattr_t attr;
+	pthread_mutex_t em;
+
+	ok1(sizeof(struct urcu_cond) <= sizeof(pthread_cond_t));
+	ok(urcu_cond_init(NULL, CLOCK_MONOTONIC) == EINVAL, "init NULL: EINVAL");
+	ok(urcu_cond_init(&c, CLOCK_PROCESS_CPUTIME_ID) == EINVAL,
+		"init with an unsupported clock: EINVAL");
+	ok(urcu_cond_init(&c, CLOCK_MONOTONIC) == 0, "init CLOCK_MONOTONIC");
+	ok(urcu_cond_signal(NULL) == EINVAL && urcu_cond_broadcast(NULL) == EINVAL
+		&& urcu_cond_destroy(NULL) == EINVAL,
+		"signal, broadcast, destroy of NULL: EINVAL");
+	ok(urcu_cond_signal(&c) == 0 && urcu_cond_broadcast(&c) == 0,
+		"signal and broadcast without waiters");
+	ok(urcu_cond_wait(&c, NULL) == EINVAL && urcu_cond_wait(NULL, &mutex) == EINVAL,
+		"wait with NULL: EINVAL");
+	pthread_mutex_lock(&mutex);
+	ok(urcu_cond_timedwait(&c, &mutex, &bad) == EINVAL
+		&& urcu_cond_timedwait(&c, &mutex, &neg) == EINVAL
+		&& urcu_cond_timedwait(&c, &mutex, NULL) == EINVAL,
+		"timedwait with a bad timespec: EINVAL");
+	ok(pthread_mutex_trylock(&mutex) == EBUSY,
+		"the mutex is still held after EINVAL");
+	pthread_mutex_unlock(&mutex);
+	ok(urcu_cond_wait_ops(&c, NULL, NULL, &mutex, NULL) == EINVAL,
+		"wait_ops without functions: EINVAL");
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&em, &attr);
+	ok(urcu_cond_wait(&c, &em) == EPERM,
+		"wait with an unowned error-checking mutex: EPERM");
+	ok(urcu_cond_destroy(&c) == 0, "the failed wait left nobody queued");
+	pthread_mutex_destroy(&em);
+	pthread_mutexattr_destroy(&attr);
+}
+
+static void test_timeouts(void)
+{
+	static const clockid_t clocks[2] = { CLOCK_REALTIME, CLOCK_MONOTONIC };
+	struct urcu_cond c;
+	struct timespec dl;
+	int i, ret;
+
+	for (i = 0; i < 2; i++) {
+		urcu_cond_init(&c, clocks[i]);
+		pthread_mutex_lock(&mutex);
+		dl = deadline_in(clocks[i], 10000000);
+		ret = urcu_cond_timedwait(&c, &mutex, &dl);
+		ok(ret == ETIMEDOUT, "%s: ETIMEDOUT",
+			i ? "CLOCK_MONOTONIC" : "CLOCK_REALTIME");
+		ok(now_ns(clocks[i]) >= ts_ns(&dl), "%s: not early",
+			i ? "CLOCK_MONOTONIC" : "CLOCK_REALTIME");
+		ok(pthread_mutex_trylock(&mutex) == EBUSY,
+			"mutex held again after the timeout");
+		pthread_mutex_unlock(&mutex);
+		ok(urcu_cond_destroy(&c) == 0, "nobody left queued");
+	}
+}
+
+static void test_signal_broadcast(void)
+{
+	pthread_t t[8];
+	int i;
+
+	memset(&cond, 0, sizeof(cond));
+	predicate = nr_waiting = nr_woken = 0;
+	pthread_create(&t[0], NULL, cond_waiter, NULL);
+	wait_count(&nr_waiting, 1);
+	ok(urcu_cond_destroy(&cond) == EBUSY, "destroy while a thread waits: EBUSY");
+	pthread_mutex_lock(&mutex);
+	predicate = 1;
+	urcu_cond_signal(&cond);
+	pthread_mutex_unlock(&mutex);
+	pthread_join(t[0], NULL);
+	ok(nr_woken == 1, "signal wakes the waiter");
+	ok(urcu_cond_destroy(&cond) == 0, "destroy after the waiter left: 0");
+
+	predicate = nr_waiting = nr_woken = 0;
+	for (i = 0; i < 8; i++)
+		pthread_create(&t[i], NULL, cond_waiter, NULL);
+	wait_count(&nr_waiting, 8);
+	pthread_mutex_lock(&mutex);
+	predicate = 1;
+	urcu_cond_broadcast(&cond);
+	pthread_mutex_unlock(&mutex);
+	for (i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	ok(nr_woken == 8, "broadcast wakes all 8 (%d)", nr_woken);
+	ok(urcu_cond_destroy(&cond) == 0, "destroy after broadcast: 0");
+}
+
+/* The mutex-agnostic wait, with a plain spinlock. */
+static int spin;
+
+static int spin_lock(void *l)
+{
+	while (uatomic_cmpxchg((int *) l, 0, 1) != 0)
+		sched_yield();
+	return 0;
+}
+
+static int spin_unlock(void *l)
+{
+	cmm_smp_mb();
+	uatomic_set((int *) l, 0);
+	return 0;
+}
+
+static void *ops_waiter(void *arg)
+{
+	spin_lock(&spin);
+	nr_waiting++;
+	while (!predicate)
+		urcu_cond_wait_ops(&cond, spin_lock, spin_unlock, &spin, NULL);
+	nr_woken++;
+	spin_unlock(&spin);
+	return NULL;
+}
+
+static void test_wait_ops(void)
+{
+	pthread_t t;
+	int waiting = 0;
+
+	memset(&cond, 0, sizeof(cond));
+	predicate = nr_waiting = nr_woken = 0;
+	pthread_create(&t, NULL, ops_waiter, NULL);
+	while (!waiting) {
+		spin_lock(&spin);
+		waiting = nr_waiting;
+		spin_unlock(&spin);
+		usleep(200);
+	}
+	spin_lock(&spin);
+	predicate = 1;
+	spin_unlock(&spin);
+	urcu_cond_signal(&cond);
+	pthread_join(t, NULL);
+	ok(nr_woken == 1, "wait_ops with a spinlock: woken");
+}
+
+static struct urcu_ec ec;
+static int ec_flag, ec_seen;
+
+static void *ec_waiter(void *arg)
+{
+	uint32_t key;
+
+	for (;;) {
+		key = urcu_ec_prepare(&ec);
+		if (uatomic_read(&ec_flag))
+			break;
+		urcu_ec_wait(&ec, key, NULL);
+	}
+	uatomic_set(&ec_seen, 1);
+	return NULL;
+}
+
+static void test_ec(void)
+{
+	struct timespec past = { 0, 0 }, bad = { 0, -5 }, dl;
+	uint32_t key;
+	int32_t before;
+	pthread_t t;
+
+	urcu_ec_init(&ec);
+	before = ec.word;
+	urcu_ec_notify(&ec);
+	ok(ec.word == before, "notify without prepared consumers stores nothing");
+	key = urcu_ec_prepare(&ec);
+	ok(urcu_ec_wait(&ec, key, &past) == ETIMEDOUT, "ec_wait: past deadline");
+	ok(urcu_ec_wait(&ec, key, &bad) == EINVAL
+		&& urcu_ec_wait(NULL, key, NULL) == EINVAL, "ec_wait: EINVAL");
+	dl = deadline_in(CLOCK_MONOTONIC, 5000000);
+	ok(urcu_ec_wait(&ec, key, &dl) == ETIMEDOUT
+		&& now_ns(CLOCK_MONOTONIC) >= ts_ns(&dl), "ec_wait: 5 ms, not early");
+	urcu_ec_notify(&ec);
+	ok(urcu_ec_wait(&ec, key, NULL) == 0, "a notify after prepare: no sleep");
+	ok(urcu_ec_prepare(&ec) != key, "the count moved");
+
+	pthread_create(&t, NULL, ec_waiter, NULL);
+	usleep(20000);
+	ok(!uatomic_read(&ec_seen), "consumer waits for the flag");
+	uatomic_set(&ec_flag, 1);
+	urcu_ec_notify(&ec);
+	pthread_join(t, NULL);
+	ok(ec_seen, "notify wakes the sleeping consumer");
+}
+
+int main(void)
+{
+	plan_tests(34);
+	test_errors();
+	test_timeouts();
+	test_signal_broadcast();
+	test_wait_ops();
+	test_ec();
+	return exit_status();
+}
