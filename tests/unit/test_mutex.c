@@ -276,10 +276,13 @@ static void test_handoff(void)
 	ok(worst < 200000000LL, "a waiter is not starved by re-locking hogs");
 }
 
+static int holding;
+
 static void *hold_50ms(void *arg)
 {
 	(void) arg;
 	urcu_mutex_lock(&hog_m);
+	CMM_STORE_SHARED(holding, 1);
 	usleep(50000);
 	urcu_mutex_unlock(&hog_m);
 	return NULL;
@@ -292,11 +295,15 @@ static void test_handoff_timeout(void)
 	int ret;
 
 	pthread_create(&t, NULL, hold_50ms, NULL);
-	usleep(5000);
+	while (!CMM_LOAD_SHARED(holding))
+		usleep(1000);
 	ts = deadline_in(10000000);	/* past the 1 ms hand-off point */
 	ret = urcu_mutex_timedlock(&hog_m, &ts);
 	ok(ret == ETIMEDOUT && hog_m.handoff == 0,
-		"timed waiter in the hand-off slot times out and leaves it");
+		"timed waiter in the hand-off slot times out and leaves it (%d)",
+		ret);
+	if (ret == 0)
+		urcu_mutex_unlock(&hog_m);
 	pthread_join(t, NULL);
 	ok(hog_m.state == 0, "the unlock after it leaves a clean lock word");
 	urcu_mutex_lock(&hog_m);
