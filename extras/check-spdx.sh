@@ -6,15 +6,13 @@
 # skipped. Files that cannot carry a comment are listed below.
 #
 # usage: check-spdx.sh [top_srcdir]
-set -u
 top=${1:-${top_srcdir:-.}}
+. "${TAP_SH:-$top/tests/utils/tap.sh}"
 exempt=" LICENSE ChangeLog m4/.gitkeep "
 
 if ! command -v git >/dev/null 2>&1 \
-		|| ! git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1 \
-		|| [ "$(cd "$top" && git rev-parse --show-toplevel)" != "$(cd "$top" && pwd -P)" ]; then
-	echo "1..0 # SKIP not a git work tree"
-	exit 0
+		|| [ "$(git -C "$top" rev-parse --show-toplevel 2>/dev/null)" != "$(cd "$top" && pwd -P)" ]; then
+	skip_all "not a git work tree"
 fi
 
 missing=$(cd "$top" && git ls-files | while IFS= read -r f; do
@@ -23,11 +21,8 @@ missing=$(cd "$top" && git ls-files | while IFS= read -r f; do
 	head -n 5 -- "$f" | grep -q 'SPDX-License-Identifier:' || echo "$f"
 done)
 
-echo "1..1"
-if [ -z "$missing" ]; then
-	echo "ok 1 - every tracked file has an SPDX-License-Identifier line"
-	exit 0
-fi
-echo "$missing" | sed 's/^/# no SPDX-License-Identifier: /'
-echo "not ok 1 - tracked files without an SPDX-License-Identifier line"
-exit 1
+plan 1
+[ -n "$missing" ] && diag "$(echo "$missing" | sed 's/^/no SPDX-License-Identifier: /')"
+test -z "$missing"
+ok $? "every tracked file has an SPDX-License-Identifier line"
+tap_finish
