@@ -4,7 +4,7 @@
 # description, one table per group (baseline first), and with gnuplot per
 # program: PROG.png, throughput against threads for the groups run at
 # several thread counts; PROG-cases.png, ns/op of the groups run at one
-# thread count (bars, baselines hatched); PROG-latency.png, the round-trip
+# thread count (bars, each group's baseline hatched); PROG-latency.png, the round-trip
 # time of every repetition of the groups whose name says rtt or pingpong.
 #
 # usage: run-bench.sh [--out DIR] [--gnuplot PATH] -- bench_a bench_b ...
@@ -142,20 +142,21 @@ cases_plot()
 	[ -s "$f" ] || return 0
 	n=$(wc -l < "$f")
 	"$gnuplot" <<GNUPLOT 2>/dev/null || echo "[run-bench] gnuplot failed for $1 (cases)" >&2
-set terminal pngcairo size $((360 + 48 * n)),640 noenhanced
+set terminal pngcairo size $((640 + 56 * n)),760 noenhanced
 set output '$out/$1-cases.png'
 set title '$1: cost per operation, groups run at one thread count (lower is better)'
 set ylabel 'ns per operation (log scale)'
 set logscale y 10
 set style fill solid 0.8 border -1
+set xrange [-0.7:$n - 0.3]
 set boxwidth 0.7
 set xtics rotate by -40 left
-set bmargin 14
-set rmargin 16
+set bmargin 20
+set rmargin 36
 set grid ytics
 set key top left
-plot '$f' using 0:(\$3 == 1 ? \$2 : 1/0):xtic(1) with boxes fill pattern 4 lc rgb '#d95f02' title 'baseline', \
-     '' using 0:(\$3 == 0 ? \$2 : 1/0) with boxes lc rgb '#1b9e77' title 'liburcu-rseq'
+plot '$f' using 0:(\$3 == 1 ? \$2 : 1/0):xtic(1) with boxes fill pattern 4 lc rgb '#d95f02' title 'group baseline', \
+     '' using 0:(\$3 == 0 ? \$2 : 1/0) with boxes lc rgb '#1b9e77' title 'case compared with it'
 GNUPLOT
 }
 
@@ -172,15 +173,15 @@ latency_plot()
 	[ -s "$f" ] || return 0
 	n=$(awk '{ print $1 }' "$f" | sort -un | wc -l)
 	"$gnuplot" <<GNUPLOT 2>/dev/null || echo "[run-bench] gnuplot failed for $1 (latency)" >&2
-set terminal pngcairo size $((360 + 70 * n)),640 noenhanced
+set terminal pngcairo size $((640 + 70 * n)),760 noenhanced
 set output '$out/$1-latency.png'
 set title '$1: round-trip time, one point per repetition (lower is better)'
 set ylabel 'ns per round trip (log scale)'
 set logscale y 10
 set xrange [-0.5:$n - 0.5]
 set xtics rotate by -40 left
-set bmargin 14
-set rmargin 16
+set bmargin 20
+set rmargin 36
 set grid ytics
 unset key
 plot '$f' using 1:3:xtic(2) with points pointtype 7 pointsize 1.2 lc rgb '#7570b3'
