@@ -41,6 +41,7 @@ struct bench {
 	char **filters;
 	int nr_filters;
 	FILE *tsv;
+	FILE *samples;			/* per-repetition values, or NULL */
 	const char *last_group;
 };
 
@@ -133,6 +134,7 @@ struct bench *bench_init(const char *program, int argc, char **argv)
 	struct bench *b = xrealloc(NULL, sizeof(*b));
 	const char *pin = getenv("URCU_RSEQ_BENCH_PIN");
 	const char *tsv = getenv("URCU_RSEQ_BENCH_TSV");
+	const char *samples = getenv("URCU_RSEQ_BENCH_SAMPLES");
 	bool full = getenv("BENCH_FULL") && strcmp(getenv("BENCH_FULL"), "0");
 	int i;
 
@@ -157,7 +159,7 @@ struct bench *bench_init(const char *program, int argc, char **argv)
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: %s [--list] [--pin=rr|none] [FILTER...]\n"
 				"  FILTER: substring of group/case; env: "
-				"URCU_RSEQ_BENCH_MS, _REPS, _ITERS, _PIN, _TSV, "
+				"URCU_RSEQ_BENCH_MS, _REPS, _ITERS, _PIN, _TSV, _SAMPLES, "
 				"BENCH_FULL=1\n", program);
 			exit(0);
 		} else {
@@ -172,6 +174,12 @@ struct bench *bench_init(const char *program, int argc, char **argv)
 		else if (ftell(b->tsv) == 0)
 			fprintf(b->tsv, "program\tgroup\tcase\tbaseline\tthreads"
 				"\tns_op\tratio\tops_s\tcpu_ns_op\treps\tms\tpin\n");
+	}
+	if (samples && *samples) {
+		b->samples = fopen(samples, "a");
+		if (!b->samples)
+			fprintf(stderr, "[%s] cannot open %s: %s\n", program,
+				samples, strerror(errno));
 	}
 	return b;
 }
@@ -346,6 +354,10 @@ static int measure(struct bench *b, struct row *row)
 		ns[i] = r.ns_op;
 		ops[i] = r.ops_s;
 		cpu[i] = r.cpu_ns_op;
+		if (b->samples)
+			fprintf(b->samples, "%s\t%s\t%s\t%u\t%u\t%.3f\n",
+				b->program, row->c.group ? row->c.group : "",
+				row->c.name, row->c.threads, i, r.ns_op);
 	}
 	row->res.ns_op = median(ns, b->reps);
 	row->res.ops_s = median(ops, b->reps);
@@ -486,6 +498,8 @@ int bench_run(struct bench *b)
 out:
 	if (b->tsv)
 		fclose(b->tsv);
+	if (b->samples)
+		fclose(b->samples);
 	free(b->filters);
 	free(b->rows);
 	free(b);

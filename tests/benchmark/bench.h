@@ -27,7 +27,10 @@
  * cpu-ns/op`; progress on stderr; and, when URCU_RSEQ_BENCH_TSV names a
  * file, one tab-separated line per case appended to it (header written
  * when the file is empty): program group case baseline threads ns_op
- * ratio ops_s cpu_ns_op reps ms pin.
+ * ratio ops_s cpu_ns_op reps ms pin. When URCU_RSEQ_BENCH_SAMPLES names a
+ * file, every repetition's ns/op is appended to it too (program group case
+ * threads repetition ns_op): the spread behind each median, e.g. the
+ * round-trip latency of each repetition of a ping-pong.
  */
 #ifndef URCU_RSEQ_TESTS_BENCH_H
 #define URCU_RSEQ_TESTS_BENCH_H

@@ -1,8 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run every benchmark program and write OUT/report.md: a machine
-# description, one table per group (baseline first), and with gnuplot one
-# PNG per program plotting throughput against threads.
+# description, one table per group (baseline first), and with gnuplot per
+# program: PROG.png, throughput against threads for the groups run at
+# several thread counts; PROG-cases.png, ns/op of the groups run at one
+# thread count (bars, each group's baseline hatched); PROG-latency.png, the round-trip
+# time of every repetition of the groups whose name says rtt or pingpong.
 #
 # usage: run-bench.sh [--out DIR] [--gnuplot PATH] -- bench_a bench_b ...
 # Environment: BENCH_FULL=1 (longer runs), BENCH_FILTER (passed to each
@@ -23,9 +26,11 @@ done
 
 mkdir -p "$out/data" || exit 1
 tsv=$out/results.tsv
-rm -f "$tsv" "$out"/data/*.dat "$out"/*.png "$out"/*.txt
+samples=$out/samples.tsv
+rm -f "$tsv" "$samples" "$out"/data/*.dat "$out"/*.png "$out"/*.txt
 URCU_RSEQ_BENCH_TSV=$tsv
-export URCU_RSEQ_BENCH_TSV
+URCU_RSEQ_BENCH_SAMPLES=$samples
+export URCU_RSEQ_BENCH_TSV URCU_RSEQ_BENCH_SAMPLES
 
 nprog=$#
 i=0
@@ -84,6 +89,10 @@ plots()
 		close(f)
 	}' "$tsv"
 	for prog in $(awk -F '\t' 'NR > 1 { print $1 }' "$tsv" | uniq); do
+		# Groups measured at one thread count have no curve: bars below.
+		multi=" $(awk -F '\t' -v p="$prog" 'NR > 1 && $1 == p {
+				if (!(($2, $5) in seen)) { seen[$2, $5] = 1; n[$2]++ } }
+			END { for (g in n) if (n[g] > 1) print g }' "$tsv" | tr '\n' ' ') "
 		plot=
 		for f in "$out/data/$prog"__*.dat; do
 			[ -f "$f" ] || continue
@@ -91,6 +100,7 @@ plots()
 			series=${series#"$prog"__}
 			group=${series%%__*}
 			case_=${series#*__}
+			case $multi in *" $group "*) ;; *) continue ;; esac
 			if awk -F '\t' -v p="$prog" -v g="$group" -v c="$case_" \
 				'$1 == p && $2 == g && $3 == c && $4 == "-" { found = 1 }
 				END { exit !found }' "$tsv"; then
@@ -116,7 +126,66 @@ set key below
 set grid
 plot $plot
 GNUPLOT
+		cases_plot "$prog" "$multi"
+		latency_plot "$prog"
 	done
+}
+
+# Bars: ns/op of each case of the groups run at a single thread count.
+cases_plot()
+{
+	f=$out/data/$1-cases.dat
+	awk -F '\t' -v p="$1" -v multi="$2" 'NR > 1 && $1 == p &&
+		index(multi, " " $2 " ") == 0 {
+		printf "\"%s/%s (%d thr)\" %s %d\n", $2, $3, $5, $6, ($4 == "-")
+	}' "$tsv" > "$f"
+	[ -s "$f" ] || return 0
+	n=$(wc -l < "$f")
+	"$gnuplot" <<GNUPLOT 2>/dev/null || echo "[run-bench] gnuplot failed for $1 (cases)" >&2
+set terminal pngcairo size $((640 + 56 * n)),760 noenhanced
+set output '$out/$1-cases.png'
+set title '$1: cost per operation, groups run at one thread count (lower is better)'
+set ylabel 'ns per operation (log scale)'
+set logscale y 10
+set style fill solid 0.8 border -1
+set xrange [-0.7:$n - 0.3]
+set boxwidth 0.7
+set xtics rotate by -40 left
+set bmargin 20
+set rmargin 36
+set grid ytics
+set key top left
+plot '$f' using 0:(\$3 == 1 ? \$2 : 1/0):xtic(1) with boxes fill pattern 4 lc rgb '#d95f02' title 'group baseline', \
+     '' using 0:(\$3 == 0 ? \$2 : 1/0) with boxes lc rgb '#1b9e77' title 'case compared with it'
+GNUPLOT
+}
+
+# Points: the mean round-trip time of every repetition, per case.
+latency_plot()
+{
+	f=$out/data/$1-latency.dat
+	[ -f "$samples" ] || return 0
+	awk -F '\t' -v p="$1" '$1 == p && ($2 ~ /rtt|pingpong/) {
+		key = $2 "/" $3 " (" $4 " thr)"
+		if (!(key in idx)) { idx[key] = n++; print "# " n - 1, key > "/dev/stderr" }
+		printf "%d \"%s\" %s\n", idx[key], key, $6
+	}' "$samples" > "$f" 2>/dev/null
+	[ -s "$f" ] || return 0
+	n=$(awk '{ print $1 }' "$f" | sort -un | wc -l)
+	"$gnuplot" <<GNUPLOT 2>/dev/null || echo "[run-bench] gnuplot failed for $1 (latency)" >&2
+set terminal pngcairo size $((640 + 70 * n)),760 noenhanced
+set output '$out/$1-latency.png'
+set title '$1: round-trip time, one point per repetition (lower is better)'
+set ylabel 'ns per round trip (log scale)'
+set logscale y 10
+set xrange [-0.5:$n - 0.5]
+set xtics rotate by -40 left
+set bmargin 20
+set rmargin 36
+set grid ytics
+unset key
+plot '$f' using 1:3:xtic(2) with points pointtype 7 pointsize 1.2 lc rgb '#7570b3'
+GNUPLOT
 }
 
 plots
@@ -150,4 +219,12 @@ plots
 } > "$out/report.md"
 
 echo "[run-bench] report: $out/report.md (${elapsed} s)" >&2
+# The quick run must stay short enough to run on every change.
+if [ "$mode" = quick ]; then
+	if [ "$elapsed" -le 180 ]; then
+		echo "[run-bench] total ${elapsed} s: within the 3-minute budget of make bench" >&2
+	else
+		echo "[run-bench] WARNING: total ${elapsed} s exceeds the 3-minute budget of make bench" >&2
+	fi
+fi
 [ -z "$failed" ]
