@@ -178,7 +178,8 @@ static void *sync_updater(void *arg)
 
 	(void) arg;
 	rcu_register_thread();
-	while (!CMM_LOAD_SHARED(stop)) {
+	/* At least one grace period, however late the thread starts. */
+	while (!CMM_LOAD_SHARED(stop) || !uatomic_read(&gps)) {
 		old = rcu_xchg_pointer(&slot[0], elem_new(0));
 		if (!old)
 			continue;
@@ -215,7 +216,8 @@ static void *cb_updater(void *arg)
 
 	(void) arg;
 	rcu_register_thread();
-	while (!CMM_LOAD_SHARED(stop)) {
+	/* At least one chain, however late the thread starts (emulators). */
+	while (!CMM_LOAD_SHARED(stop) || n < 2) {
 		old = rcu_xchg_pointer(&slot[1], elem_new(1));
 		if (old) {
 			CMM_STORE_SHARED(old->pipe, 1);
