@@ -247,9 +247,16 @@ static void test_untouched(void)
 		for (i = 0; i < 4096; i++)
 			sum += *(volatile uint64_t *) urcu_percpu_ptr(items[i], k);
 	after = resident_pages();
+#ifdef __SANITIZE_THREAD__
+	/* TSan's shadow of every page read is resident in the process too. */
+	ok(sum == 0, "reading 63 untouched indices reads zeroes");
+	diag("resident pages not checked under ThreadSanitizer (%ld added)",
+		after - before);
+#else
 	ok(sum == 0 && before > 0 && after - before < (long) npages * 8,
 		"reading 63 untouched indices (%zu pages) adds %ld resident pages",
 		63 * npages, after - before);
+#endif
 	for (i = 0; i < 4096; i++)
 		urcu_percpu_free(items[i]);
 	urcu_percpu_pool_destroy(pool);

@@ -7,6 +7,7 @@
  * registration meets the filter.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,10 +59,24 @@ static int child(void)
 
 int main(int argc, char **argv)
 {
+	char self[PATH_MAX];
+	ssize_t n;
+
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child();
+	/*
+	 * Exec the path /proc/self/exe names, not the link itself: under
+	 * valgrind the link is the tool's own binary, while readlink() is
+	 * answered with the program's path.
+	 */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0) {
+		perror("readlink");
+		return 1;
+	}
+	self[n] = '\0';
 	setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
-	execl("/proc/self/exe", argv[0], "--child", (char *) NULL);
+	execl(self, argv[0], "--child", (char *) NULL);
 	perror("execl");
 	return 1;
 }

@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * extras/model/wait.pml - a spin model of the wait-stack handshake
+ * tests/models/wait.pml - a spin model of the wait-stack handshake
  * (include/urcu/wait.h): waiters that may time out, wakers that pop one node
  * at a time (urcu_wait_wake_one) and skip timed-out nodes, the queue lock
  * that poppers and unlinkers share, and the TEARDOWN handshake.
@@ -13,12 +13,29 @@
  *
  *	spin -a wait.pml && gcc -O2 -o pan pan.c && ./pan
  *
+ * make check-models (check-models.sh) runs it bounded to 2 waiters and 2
+ * wakers (wait.pml, about 250,000 states) and 3 waiters and 1 waker
+ * (wait_3w1k.pml, 1.6 million): the unbounded default below, 3 and 2, is
+ * 32 million states and 2 minutes (MODELS_FULL=1 adds it).
+ *
+ * Mutants (check-models.sh must see each fail):
+ * BUG_RETURN_BEFORE_TEARDOWN (wait_bug_teardown.pml): a woken waiter
+ * returns as soon as it sees WAKEUP, without waiting for the waker's
+ * TEARDOWN, so the waker's futex wake touches a node whose frame is gone.
+ * BUG_TIMEOUT_LOAD_STORE (wait_bug_timeout.pml): the timeout is decided by a
+ * load and a later store instead of one compare-and-swap, so a wake that
+ * lands in between is overwritten and lost.
+ *
  * Adds and pops are atomic here (the wfstack's "next not yet written"
  * window is covered by its own blocking traversal), and the futex is a
  * step that touches the node: a sleeping waiter only sees WAKEUP.
  */
-#define NW	3	/* waiters */
+#ifndef NW
+#define NW	2	/* waiters */
+#endif
+#ifndef NK
 #define NK	2	/* wakers */
+#endif
 
 #define WAITING		0
 #define SLEEPING	1
@@ -59,6 +76,13 @@ proctype Waiter(byte n)
 	if
 	:: (state[n] & WAKEUP) -> goto woken
 	:: true ->	/* the deadline passed: one CAS decides */
+#ifdef BUG_TIMEOUT_LOAD_STORE
+		s = state[n];
+		if
+		:: (s == WAITING || s == SLEEPING) -> state[n] = TIMEDOUT
+		:: else -> skip
+		fi;
+#else
 		atomic {
 			s = state[n];
 			if
@@ -66,6 +90,7 @@ proctype Waiter(byte n)
 			:: else -> skip
 			fi
 		}
+#endif
 		if
 		:: (s == WAITING || s == SLEEPING) ->
 			lock();
@@ -102,7 +127,9 @@ proctype Waiter(byte n)
 		fi
 	fi;
 woken:
+#ifndef BUG_RETURN_BEFORE_TEARDOWN
 	(state[n] & TEARDOWN);
+#endif
 	returned[n] = true;
 	woke++;
 out:
