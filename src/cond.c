@@ -26,7 +26,7 @@ int urcu_cond_init(struct urcu_cond *c, clockid_t clock)
 		return EINVAL;
 	urcu_wait_queue_init(&c->queue);
 	c->clock = clock;
-	c->waiters = 0;
+	c->reserved = 0;
 	return 0;
 }
 
@@ -35,19 +35,23 @@ int urcu_cond_destroy(struct urcu_cond *c)
 	if (!c)
 		return EINVAL;
 	/*
-	 * Waiters that timed out but are still queued are still blocked;
-	 * woken ones may still take the queue lock until they leave.
-	 * Pairs with the barrier before the decrement in urcu_cond_wait_ops().
+	 * Waiters that timed out but are still queued are still blocked.
+	 * Threads a signal or broadcast popped never touch the condition
+	 * once that call returned (TIMEDOUT ones have LEFT, the others are
+	 * DETACHED or woken), so nothing else need be waited for.
+	 * Pairs with the full barrier of urcu_wait_add().
 	 */
 	cmm_smp_mb();
-	if (!urcu_wait_queue_empty(&c->queue) || CMM_LOAD_SHARED(c->waiters))
+	if (!urcu_wait_queue_empty(&c->queue))
 		return EBUSY;
 	return 0;
 }
 
 /*
  * A waiter that consumed a wake-up but will not act on it (its unlock
- * failed) passes it on, so that a signal is never lost.
+ * failed, or it was cancelled) passes it on, so that a signal is never
+ * lost. A chain (broadcast) is passed on through the nodes alone; a
+ * signal through the queue.
  */
 static void pass_on(struct urcu_cond *c, struct cds_wfs_node *chain)
 {
@@ -57,43 +61,92 @@ static void pass_on(struct urcu_cond *c, struct cds_wfs_node *chain)
 		(void) urcu_wait_wake_one(&c->queue);
 }
 
-int urcu_cond_wait_ops(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
-		urcu_cond_lock_fn unlock_fn, void *lock,
+/* What the cancellation cleanup handler of a wait needs. */
+struct cond_wait_frame {
+	struct urcu_wait_node node;
+	struct urcu_cond *c;
+	urcu_cond_lock_fn lock_fn;
+	void *lock;
+};
+
+/*
+ * Runs when the thread is cancelled in its futex sleep, before the
+ * caller's own cleanup handlers (POSIX: they run with the mutex held):
+ * withdraw the wait, re-acquire the mutex, pass on a consumed wake-up.
+ */
+static void cond_wait_cancelled(void *arg)
+{
+	struct cond_wait_frame *f = arg;
+	struct cds_wfs_node *chain;
+	int consumed;
+
+	consumed = urcu_wait_cancel(&f->node, &chain);
+	(void) f->lock_fn(f->lock);
+	if (consumed)
+		pass_on(f->c, chain);
+}
+
+/*
+ * The blocking part, in a frame of its own so that the cancellation
+ * buffer's setjmp does not constrain the caller's registers.
+ */
+static int cond_sleep(struct cond_wait_frame *f, int32_t clock,
+		const struct timespec *abstime, struct cds_wfs_node **chain)
+{
+	int ret;
+
+	pthread_cleanup_push(cond_wait_cancelled, f);
+	ret = urcu_wait_chained(&f->node, clock, abstime, chain, true);
+	pthread_cleanup_pop(0);
+	return ret;
+}
+
+/* The one wait behind every face; @clock < 0: the condition's clock. */
+static int cond_wait(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
+		urcu_cond_lock_fn unlock_fn, void *lock, int32_t clock,
 		const struct timespec *abstime)
 {
-	struct urcu_wait_node node;
+	struct cond_wait_frame f;
 	struct cds_wfs_node *chain;
 	int ret, lret;
-	int32_t clock;
 
 	if (!c || !lock_fn || !unlock_fn)
 		return EINVAL;
-	clock = CMM_LOAD_SHARED(c->clock);
+	if (clock < 0)
+		clock = CMM_LOAD_SHARED(c->clock);
 	if (!clock_ok(clock) || (abstime && !urcu_rseq_ts_valid(abstime)))
 		return EINVAL;
 
-	urcu_wait_node_init(&node);
-	uatomic_inc(&c->waiters);
+	urcu_wait_node_init(&f.node);
+	f.c = c;
+	f.lock_fn = lock_fn;
+	f.lock = lock;
 	/* Queued before the mutex is released: no lost wake-up. */
-	(void) urcu_wait_add(&c->queue, &node);
+	(void) urcu_wait_add(&c->queue, &f.node);
 	urcu_rseq_fi_point();
 	ret = unlock_fn(lock);
 	if (caa_unlikely(ret)) {
-		if (urcu_wait_cancel(&node, &chain))
+		if (urcu_wait_cancel(&f.node, &chain))
 			pass_on(c, chain);
-		cmm_smp_mb();	/* Pairs with the barrier in urcu_cond_destroy(). */
-		uatomic_dec(&c->waiters);
 		return ret;
 	}
-	ret = urcu_wait_chained(&node, clock, abstime, &chain);
-	/* From here on the condition is not touched: destroy may proceed. */
-	cmm_smp_mb();	/* Pairs with the barrier in urcu_cond_destroy(). */
-	uatomic_dec(&c->waiters);
+	ret = cond_sleep(&f, clock, abstime, &chain);
+	/*
+	 * From here on the condition is not touched: the waker that woke us
+	 * was done with it (signal), or detached us (broadcast).
+	 */
 	lret = lock_fn(lock);
 	/* Holding the mutex now: let the next broadcast waiter compete for it. */
 	if (chain)
 		urcu_wait_wake_chain(chain);
 	return lret ? lret : ret;
+}
+
+int urcu_cond_wait_ops(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
+		urcu_cond_lock_fn unlock_fn, void *lock,
+		const struct timespec *abstime)
+{
+	return cond_wait(c, lock_fn, unlock_fn, lock, -1, abstime);
 }
 
 static int mutex_lock(void *m)
@@ -119,6 +172,14 @@ int urcu_cond_timedwait(struct urcu_cond *c, pthread_mutex_t *m,
 	if (!m || !abstime)
 		return EINVAL;
 	return urcu_cond_wait_ops(c, mutex_lock, mutex_unlock, m, abstime);
+}
+
+int urcu_cond_clockwait(struct urcu_cond *c, pthread_mutex_t *m,
+		clockid_t clock, const struct timespec *abstime)
+{
+	if (!m || !abstime || !clock_ok(clock))
+		return EINVAL;
+	return cond_wait(c, mutex_lock, mutex_unlock, m, clock, abstime);
 }
 
 int urcu_cond_signal(struct urcu_cond *c)

@@ -19,6 +19,16 @@
 #define URCU_WAIT_TIMEDOUT	(1 << 2)	/* the waiter gave up first */
 #define URCU_WAIT_TEARDOWN	(1 << 3)	/* the waker's last access is done */
 #define URCU_WAIT_CHAIN		(1 << 4)	/* woken by a chained broadcast */
+/*
+ * Popped by a chained broadcast, to be woken when the chain reaches it:
+ * the waiter no longer has a deadline and never touches the queue again.
+ */
+#define URCU_WAIT_DETACHED	(1 << 5)
+/*
+ * A timed-out waiter whose node a waker popped has released the queue
+ * lock for good: the waker may return, and the queue may be freed.
+ */
+#define URCU_WAIT_LEFT		(1 << 6)
 
 /* Spin outcome. */
 enum urcu_wait_spin_result {
@@ -43,22 +53,31 @@ void urcu_wait_adapt(int64_t start_ns);
 /*
  * urcu_wait_clock() for condition variables: on success *@chain receives
  * the rest of a chained broadcast that this waiter must pass on with
- * urcu_wait_wake_chain() (NULL if none).
+ * urcu_wait_wake_chain() (NULL if none). With @cancellable, the futex sleep
+ * is a point where the thread may act on a pthread_cancel() (asynchronous
+ * cancel type around the system call only): the caller then has a cleanup
+ * handler that calls urcu_wait_cancel().
  */
 int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
-		const struct timespec *abstime, struct cds_wfs_node **chain);
+		const struct timespec *abstime, struct cds_wfs_node **chain,
+		bool cancellable);
 
 /*
- * Withdraw @n (added, not waited on) as a timeout would. Returns 0 if the
- * node was withdrawn; 1 if a waker had already woken it: then, as after
- * urcu_wait_chained() returning 0, *@chain says what to pass on, and the
- * caller owes the queue the wake-up it consumed.
+ * Withdraw @n (added, waited on or not, not returned from a wait) as a
+ * timeout would. Returns 0 if the node was withdrawn; 1 if a waker had
+ * already woken it, or a chained broadcast had popped it (then it waits
+ * until the chain reaches it): then, as after urcu_wait_chained()
+ * returning 0, *@chain says what to pass on, and the caller owes the queue
+ * the wake-up it consumed when *@chain is NULL.
  */
 int urcu_wait_cancel(struct urcu_wait_node *n, struct cds_wfs_node **chain);
 
 /*
  * Broadcast that wakes one waiter and hands it the rest of the waiters,
  * each woken waiter waking the next when it calls urcu_wait_wake_chain().
+ * Every popped waiter is DETACHED (or, if it had timed out, has LEFT the
+ * queue) before this returns: none of them touches @q afterwards, so the
+ * queue's memory may be reused at once.
  */
 void urcu_wait_wake_all_chained(struct urcu_wait_queue *q);
 void urcu_wait_wake_chain(struct cds_wfs_node *chain);

@@ -5,6 +5,7 @@
  */
 #define _LGPL_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <urcu/wfstack.h>
 
@@ -159,8 +160,26 @@ bool urcu_wait_add(struct urcu_wait_queue *q, struct urcu_wait_node *n)
 }
 
 /*
+ * Wait until a timed-out waiter whose node we popped has released the
+ * queue lock for the last time; returns its state then.
+ */
+static int32_t wait_left(struct urcu_wait_node *n, int32_t s)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+
+	while (!(s & URCU_WAIT_LEFT)) {
+		urcu_rseq_backoff(&b);
+		s = CMM_LOAD_SHARED(n->state);
+	}
+	/* Pairs with the barrier before the waiter's LEFT store. */
+	cmm_smp_mb();
+	return s;
+}
+
+/*
  * The waker's side for one popped node; its last access to @n. Returns
- * true if the waiter was woken, false if it had timed out.
+ * true if the waiter was woken, false if it had timed out. The node may be
+ * WAITING or SLEEPING, DETACHED or not, or TIMEDOUT.
  */
 static bool wake_node(struct urcu_wait_node *n, int32_t how)
 {
@@ -168,24 +187,29 @@ static bool wake_node(struct urcu_wait_node *n, int32_t how)
 
 	for (;;) {
 		if (old & URCU_WAIT_TIMEDOUT) {
+			/*
+			 * Returning while the waiter may still take the queue
+			 * lock would let the caller's caller free the queue
+			 * under it (destroy right after signal).
+			 */
+			(void) wait_left(n, old);
 			/* Pairs with the barrier after the waiter's TEARDOWN load. */
 			cmm_smp_mb();
-			CMM_STORE_SHARED(n->state,
-					URCU_WAIT_TIMEDOUT | URCU_WAIT_TEARDOWN);
+			CMM_STORE_SHARED(n->state, URCU_WAIT_TIMEDOUT
+					| URCU_WAIT_LEFT | URCU_WAIT_TEARDOWN);
 			return false;
 		}
-		if (old == URCU_WAIT_WAITING) {
+		if (!(old & URCU_WAIT_SLEEPING)) {
 			/* Still spinning: one CAS wakes it and ends our access. */
-			cur = uatomic_cmpxchg(&n->state, URCU_WAIT_WAITING,
+			cur = uatomic_cmpxchg(&n->state, old,
 					URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
-			if (cur == URCU_WAIT_WAITING)
+			if (cur == old)
 				return true;
 			old = cur;
 			continue;
 		}
-		cur = uatomic_cmpxchg(&n->state, URCU_WAIT_SLEEPING,
-				URCU_WAIT_WAKEUP | how);
-		if (cur != URCU_WAIT_SLEEPING) {
+		cur = uatomic_cmpxchg(&n->state, old, URCU_WAIT_WAKEUP | how);
+		if (cur != old) {
 			old = cur;
 			continue;
 		}
@@ -197,6 +221,28 @@ static bool wake_node(struct urcu_wait_node *n, int32_t how)
 		CMM_STORE_SHARED(n->state,
 				URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
 		return true;
+	}
+}
+
+/*
+ * A chained broadcast popped @n: tell its waiter, before the broadcast
+ * returns, that it will be woken by the chain and must not touch the queue
+ * again (no deadline, no unlinking). A waiter that timed out first is
+ * waited for until it has left the queue; the chain skips it later.
+ */
+static void detach_node(struct urcu_wait_node *n)
+{
+	int32_t s = CMM_LOAD_SHARED(n->state), cur;
+
+	for (;;) {
+		if (s & URCU_WAIT_TIMEDOUT) {
+			(void) wait_left(n, s);
+			return;
+		}
+		cur = uatomic_cmpxchg(&n->state, s, s | URCU_WAIT_DETACHED);
+		if (cur == s)
+			return;
+		s = cur;
 	}
 }
 
@@ -259,19 +305,37 @@ out:
 }
 
 /*
- * The waiter gave up (deadline or cancellation) while its state was
- * @expected. Returns 0 if it won the node's fate, else the woken state.
+ * The waiter gives up (deadline or cancellation). Returns 0 if it won the
+ * node's fate (TIMEDOUT, off the queue); URCU_WAIT_DETACHED if a chained
+ * broadcast popped it (it is woken when the chain reaches it and must not
+ * touch the queue: the caller keeps waiting); else the woken state, once
+ * the waker is done with the node.
  */
-static int32_t give_up(struct urcu_wait_node *n, int32_t expected)
+static int32_t give_up(struct urcu_wait_node *n)
 {
-	int32_t cur;
+	int32_t s = CMM_LOAD_SHARED(n->state), cur;
 
-	cur = uatomic_cmpxchg(&n->state, expected, URCU_WAIT_TIMEDOUT);
-	if (cur != expected)
-		return wait_teardown(n);	/* a waker won: we are woken */
+	for (;;) {
+		if (s & URCU_WAIT_WAKEUP)
+			return wait_teardown(n);
+		if (s & URCU_WAIT_DETACHED)
+			return URCU_WAIT_DETACHED;
+		cur = uatomic_cmpxchg(&n->state, s, URCU_WAIT_TIMEDOUT);
+		if (cur == s)
+			break;
+		s = cur;
+	}
 	urcu_rseq_fi_point();
-	if (!unlink_node(n->queue, n))
+	if (!unlink_node(n->queue, n)) {
+		/*
+		 * A waker popped the node and waits for this store before it
+		 * goes on: the queue lock above was our last access to the
+		 * queue. Pairs with the barrier in wait_left().
+		 */
+		cmm_smp_mb();
+		CMM_STORE_SHARED(n->state, URCU_WAIT_TIMEDOUT | URCU_WAIT_LEFT);
 		(void) wait_teardown(n);
+	}
 	return 0;
 }
 
@@ -289,12 +353,32 @@ static struct cds_wfs_node *chain_of(struct urcu_wait_node *n, int32_t state)
 	return next == (struct cds_wfs_node *) CDS_WFS_END ? NULL : next;
 }
 
+/*
+ * The futex sleep, optionally a cancellation point: the asynchronous
+ * cancel type covers the system call only, so that a cancellation can
+ * only unwind from a state the caller's cleanup handler knows (queued,
+ * sleeping or woken), never from the middle of a protocol step.
+ */
+static int sleep_on(struct urcu_wait_node *n, int32_t val, clockid_t clock,
+		const struct timespec *abstime, bool cancellable)
+{
+	int ret, oldtype;
+
+	if (!cancellable)
+		return urcu_rseq_futex_wait(&n->state, val, clock, abstime);
+	(void) pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
+	ret = urcu_rseq_futex_wait(&n->state, val, clock, abstime);
+	(void) pthread_setcanceltype(oldtype, NULL);
+	return ret;
+}
+
 int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
-		const struct timespec *abstime, struct cds_wfs_node **chain)
+		const struct timespec *abstime, struct cds_wfs_node **chain,
+		bool cancellable)
 {
 	enum urcu_wait_spin_result spin;
+	int32_t expect = URCU_WAIT_WAITING, s;
 	int64_t start;
-	int32_t s;
 	int ret;
 
 	*chain = NULL;
@@ -305,42 +389,68 @@ int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
 	if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME)
 		return EINVAL;
 
-	spin = urcu_wait_spin(&n->state, URCU_WAIT_WAITING, clock, abstime,
-			&start);
-	if (spin == URCU_WAIT_SPIN_CHANGED) {
-		s = wait_teardown(n);
-		goto woken;
+	for (;;) {
+		spin = urcu_wait_spin(&n->state, expect, clock, abstime, &start);
+		if (spin == URCU_WAIT_SPIN_CHANGED) {
+			s = CMM_LOAD_SHARED(n->state);
+			if (s & URCU_WAIT_WAKEUP)
+				goto woken_teardown;
+			/*
+			 * Detached by a broadcast: it woke us, the chain
+			 * will tell us so. A deadline no longer applies.
+			 */
+			expect = s;
+			abstime = NULL;
+			continue;
+		}
+		if (spin == URCU_WAIT_SPIN_DEADLINE) {
+			s = give_up(n);
+			if (!s)
+				goto timedout;
+			if (s != URCU_WAIT_DETACHED)
+				goto woken;
+			expect = CMM_LOAD_SHARED(n->state);
+			if (expect & URCU_WAIT_WAKEUP)
+				goto woken_teardown;
+			abstime = NULL;
+			continue;
+		}
+		/* Announce the sleep, so that the waker issues the futex wake. */
+		s = uatomic_cmpxchg(&n->state, expect, expect | URCU_WAIT_SLEEPING);
+		if (s == expect)
+			break;
+		if (s & URCU_WAIT_WAKEUP)
+			goto woken_teardown;
+		expect = s;	/* detached meanwhile */
+		abstime = NULL;
 	}
-	if (spin == URCU_WAIT_SPIN_DEADLINE) {
-		s = give_up(n, URCU_WAIT_WAITING);
-		if (!s)
-			goto timedout;
-		goto woken;
-	}
-	/* Announce the sleep, so that the waker issues the futex wake. */
-	s = uatomic_cmpxchg(&n->state, URCU_WAIT_WAITING, URCU_WAIT_SLEEPING);
-	if (s != URCU_WAIT_WAITING) {
-		s = wait_teardown(n);
-		goto woken;
-	}
+	expect |= URCU_WAIT_SLEEPING;
 	for (;;) {
 		urcu_rseq_fi_point();
-		ret = urcu_rseq_futex_wait(&n->state, URCU_WAIT_SLEEPING,
-				clock, abstime);
+		ret = sleep_on(n, expect, clock, abstime, cancellable);
 		/* Spurious returns and EINTR: look at the state again. */
-		if (CMM_LOAD_SHARED(n->state) != URCU_WAIT_SLEEPING) {
-			s = wait_teardown(n);
-			goto woken;
+		s = CMM_LOAD_SHARED(n->state);
+		if (s & URCU_WAIT_WAKEUP)
+			goto woken_teardown;
+		if (s != expect) {
+			expect = s;	/* detached: no deadline any more */
+			abstime = NULL;
+			continue;
 		}
 		if (ret == ETIMEDOUT
 				|| (abstime && urcu_rseq_ts_passed(clock, abstime))) {
-			s = give_up(n, URCU_WAIT_SLEEPING);
+			s = give_up(n);
 			if (!s)
 				goto timedout;
-			goto woken;
+			if (s != URCU_WAIT_DETACHED)
+				goto woken;
+			expect = URCU_WAIT_SLEEPING | URCU_WAIT_DETACHED;
+			abstime = NULL;
 		}
 	}
 
+woken_teardown:
+	s = wait_teardown(n);
 woken:
 	urcu_wait_adapt(start);
 	*chain = chain_of(n, s);
@@ -353,14 +463,17 @@ timedout:
 
 int urcu_wait_cancel(struct urcu_wait_node *n, struct cds_wfs_node **chain)
 {
-	int32_t s, expected = URCU_WAIT_WAITING;
+	int32_t s;
 
 	*chain = NULL;
-	s = give_up(n, expected);
+	s = give_up(n);
 	if (!s) {
 		urcu_wait_node_init(n);
 		return 0;
 	}
+	/* Popped by a broadcast: the node is ours once the chain reached it. */
+	if (s == URCU_WAIT_DETACHED)
+		s = wait_teardown(n);
 	*chain = chain_of(n, s);
 	urcu_wait_node_init(n);
 	return 1;
@@ -371,7 +484,7 @@ int urcu_wait_clock(struct urcu_wait_node *n, clockid_t clock,
 {
 	struct cds_wfs_node *chain;
 
-	return urcu_wait_chained(n, clock, abstime, &chain);
+	return urcu_wait_chained(n, clock, abstime, &chain, false);
 }
 
 int urcu_wait(struct urcu_wait_node *n, const struct timespec *abstime)
@@ -448,7 +561,18 @@ void urcu_wait_wake_chain(struct cds_wfs_node *chain)
 void urcu_wait_wake_all_chained(struct urcu_wait_queue *q)
 {
 	struct cds_wfs_head *head = pop_all(q);
+	struct cds_wfs_node *first, *node;
 
-	if (head)
-		urcu_wait_wake_chain(cds_wfs_first(head));
+	if (!head)
+		return;
+	/*
+	 * The first is woken at once. The others must learn, before we
+	 * return, that they are no longer on the queue: our caller may free
+	 * it as soon as we return.
+	 */
+	first = cds_wfs_first(head);
+	for (node = cds_wfs_next_blocking(first); node;
+			node = cds_wfs_next_blocking(node))
+		detach_node(caa_container_of(node, struct urcu_wait_node, wfs));
+	urcu_wait_wake_chain(first);
 }

@@ -20,11 +20,17 @@
  * - A zero-filled struct urcu_cond is valid: initialized, CLOCK_REALTIME.
  *   The structure is at most 48 bytes, the size of glibc's pthread_cond_t,
  *   and keeps its clock inside, so it can live in one.
- * - urcu_cond_destroy() returns EBUSY while a thread is inside a wait on
- *   the condition, including threads a broadcast has woken that have not
- *   yet left the wait (a woken thread whose deadline passes at that moment
- *   still takes the condition's queue lock): destroy, and free, only once
- *   it returned 0.
+ * - urcu_cond_destroy() returns EBUSY while a thread is blocked on the
+ *   condition (queued). Threads that a signal or broadcast has woken never
+ *   touch the condition again once that call has returned, even if they
+ *   have not yet left their wait: destroying and freeing the condition
+ *   right after a broadcast is safe, as with glibc.
+ * - urcu_cond_wait(), urcu_cond_timedwait() and urcu_cond_wait_ops() are
+ *   cancellation points, as pthread_cond_wait() is: a thread cancelled
+ *   while it sleeps in the wait withdraws from the queue, passes on a
+ *   wake-up it had consumed, and re-acquires the mutex (@lock_fn) before
+ *   its cleanup handlers run. Only the futex sleep is a cancellation point
+ *   (a wait that ends while spinning does not act on a pending request).
  *
  * Broadcast without a thundering herd: a broadcast pops every waiter at
  * once (they are no longer waiting: later signals cannot consume them) but
@@ -77,7 +83,7 @@ extern "C" {
 struct urcu_cond {
 	struct urcu_wait_queue queue;
 	int32_t clock;		/* clockid_t of timed waits; 0: CLOCK_REALTIME */
-	uint32_t waiters;	/* threads inside a wait that may touch the condition */
+	uint32_t reserved;	/* zero */
 };
 
 #define URCU_COND_INITIALIZER	{ URCU_WAIT_QUEUE_INITIALIZER, 0, 0 }
@@ -109,6 +115,9 @@ URCU_RSEQ_API int urcu_cond_wait_ops(struct urcu_cond *c,
 URCU_RSEQ_API int urcu_cond_wait(struct urcu_cond *c, pthread_mutex_t *m);
 URCU_RSEQ_API int urcu_cond_timedwait(struct urcu_cond *c, pthread_mutex_t *m,
 		const struct timespec *abstime);
+/* As urcu_cond_timedwait(), @abstime on @clock (REALTIME or MONOTONIC). */
+URCU_RSEQ_API int urcu_cond_clockwait(struct urcu_cond *c, pthread_mutex_t *m,
+		clockid_t clock, const struct timespec *abstime);
 URCU_RSEQ_API int urcu_cond_signal(struct urcu_cond *c);	/* 0 or EINVAL */
 URCU_RSEQ_API int urcu_cond_broadcast(struct urcu_cond *c);	/* 0 or EINVAL */
 

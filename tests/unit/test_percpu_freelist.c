@@ -86,7 +86,10 @@ static void test_api(void)
 	ok(urcu_percpu_freelist_pop(fl) == &objs[0].node,
 		"a node of the shared list is popped when the CPU's is empty");
 	urcu_percpu_freelist_push(fl, &objs[1].node);
-	if (urcu_rseq_index(fl->mode) < 0)
+	if (fl->mode == URCU_PERCPU_FREELIST_LOCKED)
+		ok(urcu_percpu_freelist_pop_slow(fl) == &objs[1].node,
+			"locked mode (no fence): the slow pop takes the CPU's list");
+	else if (urcu_rseq_index(fl->mode) < 0)
 		ok(urcu_percpu_freelist_pop_slow(fl) == &objs[1].node,
 			"a thread without rseq steals from a CPU's list");
 	else

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Adaptive mutex: waiters spin only while the owner is running.
+ *
+ * Lock word (m->state): owner id in the low bits (0: unlocked), STATE_SLEEPERS
+ * (some thread may sleep on the word: unlock must FUTEX_WAKE) and
+ * STATE_HANDOFF (a waiter that waited too long sits in m->handoff: the next
+ * unlock gives it the lock instead of releasing it).
+ *
+ * Owner ids index a registry of per-thread descriptors, allocated on a
+ * thread's first lock and recycled at its exit, never freed, so a waiter
+ * may read the descriptor of whatever id it saw in the lock word. The
+ * descriptor points at the owner's rseq area, whose cpu_id the kernel
+ * rewrites each time the owner returns to user space on some CPU: if it
+ * names the waiter's own CPU, the owner cannot be running now.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include <urcu/mutex.h>
+#include "common.h"
+
+#define STATE_OWNER_MASK	0x0fffffff
+#define STATE_HANDOFF		(1 << 29)
+#define STATE_SLEEPERS		(1 << 30)
+
+#define CHUNK_SHIFT		8
+#define CHUNK_SIZE		(1U << CHUNK_SHIFT)
+#define NR_CHUNKS		4096	/* 1 M thread ids alive at once */
+
+#define DEFAULT_SPIN_NS		20000
+/* A hold is "too long" past max(HOLD_FLOOR_NS, HOLD_FACTOR * average). */
+#define HOLD_FLOOR_NS		4000
+#define HOLD_FACTOR		8
+/* Spin iterations between clock reads, and between owner checks. */
+#define CLOCK_EVERY		8
+#define OWNER_EVERY		16
+/*
+ * Holds seen to end while spinning without winning the lock: past this,
+ * others win the races (the lock line is closer to them) and spinning only
+ * slows their hand-over by pulling the line away.
+ */
+#define SPIN_MAX_LOST		4
+/* A waiter in the hand-off slot re-checks the lock word this often. */
+#define HANDOFF_POLL_NS		2000000
+
+#ifndef AT_RSEQ_FEATURE_SIZE
+#define AT_RSEQ_FEATURE_SIZE	27
+#endif
+
+/*
+ * End offset in struct rseq of a kernel-maintained "this thread is on a
+ * CPU" word. No merged kernel defines one (the 2023 sched_state proposal
+ * was not merged; Linux 6.18 stops at mm_cid, feature size 28 or 32):
+ * 0 keeps the kernel backend absent. When a kernel defines it, set this and
+ * the offset below; the probe then checks AT_RSEQ_FEATURE_SIZE covers it.
+ */
+#define KERNEL_ONCPU_END	0
+#define KERNEL_ONCPU_OFF	0
+
+struct urcu_mutex_thread {
+	struct urcu_rseq_abi *rseq;	/* NULL: no rseq, or thread gone */
+	int32_t blocked;		/* > 0 while in a blocking call of ours */
+	int32_t grant;			/* bumped by the unlock that hands off */
+	int32_t peekers;		/* waiters reading *rseq right now */
+	pid_t tid;
+	uint32_t id;
+	struct urcu_mutex_thread *next_free;
+} __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
+
+static struct urcu_mutex_thread *chunks[NR_CHUNKS];
+static uint32_t next_id = 1;
+static struct urcu_mutex_thread *free_list;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t exit_key;
+static __thread struct urcu_mutex_thread *self;
+
+static bool kernel_backend;
+
+/* ---- Thread registry ---------------------------------------------------- */
+
+static struct urcu_mutex_thread *desc_of(uint32_t id)
+{
+	struct urcu_mutex_thread *c;
+
+	/*
+	 * Pairs with the cmm_smp_wmb() publishing the chunk: the id was read
+	 * from the lock word, written after the chunk was published.
+	 */
+	cmm_smp_rmb();
+	c = CMM_LOAD_SHARED(chunks[(id - 1) >> CHUNK_SHIFT]);
+	return &c[(id - 1) & (CHUNK_SIZE - 1)];
+}
+
+static void thread_exit(void *arg)
+{
+	struct urcu_mutex_thread *d = (struct urcu_mutex_thread *) arg;
+
+	CMM_STORE_SHARED(d->rseq, NULL);
+	/*
+	 * Our rseq area goes away with the thread. Pairs with the barrier
+	 * after a waiter's peekers increment: either it sees rseq NULL, or we
+	 * see its count and wait until it has read the area.
+	 */
+	cmm_smp_mb();
+	while (CMM_LOAD_SHARED(d->peekers))
+		caa_cpu_relax();
+	d->tid = 0;
+	pthread_mutex_lock(&registry_lock);
+	d->next_free = free_list;
+	free_list = d;
+	pthread_mutex_unlock(&registry_lock);
+	self = NULL;
+}
+
+static struct urcu_mutex_thread *alloc_desc(void)
+{
+	struct urcu_mutex_thread *d = NULL, *c;
+	uint32_t id;
+	void *mem;
+
+	pthread_mutex_lock(&registry_lock);
+	if (free_list) {
+		d = free_list;
+		free_list = d->next_free;
+		goto out;
+	}
+	id = next_id;
+	if (id > NR_CHUNKS * CHUNK_SIZE)
+		goto out;
+	c = chunks[(id - 1) >> CHUNK_SHIFT];
+	if (!c) {
+		if (posix_memalign(&mem, CAA_CACHE_LINE_SIZE,
+				CHUNK_SIZE * sizeof(*c)))
+			goto out;
+		memset(mem, 0, CHUNK_SIZE * sizeof(*c));
+		c = (struct urcu_mutex_thread *) mem;
+		/* Pairs with cmm_smp_rmb() in desc_of(). */
+		cmm_smp_wmb();
+		CMM_STORE_SHARED(chunks[(id - 1) >> CHUNK_SHIFT], c);
+	}
+	d = &c[(id - 1) & (CHUNK_SIZE - 1)];
+	d->id = id;
+	next_id++;
+out:
+	pthread_mutex_unlock(&registry_lock);
+	return d;
+}
+
+static struct urcu_mutex_thread *self_slow(void)
+{
+	struct urcu_mutex_thread *d = alloc_desc();
+
+	if (!d) {
+		fprintf(stderr, "liburcu-rseq: urcu_mutex: out of thread ids\n");
+		abort();
+	}
+	(void) urcu_rseq_thread_register();
+	d->tid = (pid_t) syscall(SYS_gettid);
+	d->blocked = 0;
+	CMM_STORE_SHARED(d->rseq, urcu_rseq_available() ? urcu_rseq_area() : NULL);
+	(void) pthread_setspecific(exit_key, d);
+	self = d;
+	return d;
+}
+
+static inline struct urcu_mutex_thread *get_self(void)
+{
+	struct urcu_mutex_thread *d = self;
+
+	return caa_likely(d) ? d : self_slow();
+}
+
+/* ---- Owner-running backends ---------------------------------------------- */
+
+static bool kernel_probe(void)
+{
+	unsigned long size = getauxval(AT_RSEQ_FEATURE_SIZE);
+	unsigned long end = KERNEL_ONCPU_END;
+
+	return end != 0 && size >= end;
+}
+
+static void __attribute__((constructor)) mutex_init_once(void)
+{
+	(void) pthread_key_create(&exit_key, thread_exit);
+	kernel_backend = kernel_probe();
+}
+
+const char *urcu_mutex_owner_backend(void)
+{
+	return kernel_backend ? "kernel" : "userspace";
+}
+
+/* 1: the owner sleeps according to /proc; 0 otherwise. Costs a few us. */
+static int proc_says_sleeping(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int) tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return 0;
+	return p[2] == 'S' || p[2] == 'D';
+}
+
+/*
+ * Is the owner @id certainly or probably off its CPU, by the signals in
+ * @sig? Reads the owner's rseq area, which lives in the owner's TLS: the
+ * peekers count keeps the owner's exit from freeing it under us.
+ */
+static bool owner_off_cpu(uint32_t id, unsigned int sig)
+{
+	struct urcu_mutex_thread *d = desc_of(id);
+	struct urcu_rseq_abi *rs;
+	int cpu = -1, mine;
+
+	if ((sig & URCU_MUTEX_OWNER_BLOCKED) && CMM_LOAD_SHARED(d->blocked) > 0)
+		return true;
+	if (!(sig & (URCU_MUTEX_OWNER_SAME_CPU | URCU_MUTEX_OWNER_KERNEL)))
+		goto proc;
+	uatomic_inc(&d->peekers);
+	/* Pairs with the cmm_smp_mb() in thread_exit(). */
+	cmm_smp_mb__after_uatomic_inc();
+	rs = CMM_LOAD_SHARED(d->rseq);
+	if (rs) {
+		if ((sig & URCU_MUTEX_OWNER_KERNEL) && kernel_backend) {
+			uint32_t oncpu = CMM_LOAD_SHARED(*(uint32_t *)
+					((char *) rs + KERNEL_ONCPU_OFF));
+
+			cmm_smp_mb__before_uatomic_dec();
+			uatomic_dec(&d->peekers);
+			return !oncpu;
+		}
+		cpu = (int) CMM_LOAD_SHARED(rs->cpu_id);
+	}
+	cmm_smp_mb__before_uatomic_dec();
+	uatomic_dec(&d->peekers);
+	if ((sig & URCU_MUTEX_OWNER_SAME_CPU) && cpu >= 0) {
+		mine = urcu_rseq_cpu();
+		if (cpu == mine)
+			return true;
+	}
+proc:
+	if ((sig & URCU_MUTEX_OWNER_PROC_STAT) && d->tid > 0)
+		return proc_says_sleeping(CMM_LOAD_SHARED(d->tid));
+	return false;
+}
+
+/* ---- Lock ---------------------------------------------------------------- */
+
+static inline unsigned int mutex_signals(const struct urcu_mutex *m)
+{
+	return URCU_MUTEX_OWNER_DEFAULT ^ CMM_LOAD_SHARED(m->signals_off);
+}
+
+static inline uint32_t owner_of(int32_t s)
+{
+	return (uint32_t) s & STATE_OWNER_MASK;
+}
+
+static inline void note_acquired(struct urcu_mutex *m)
+{
+	CMM_STORE_SHARED(m->seq, m->seq + 1);
+}
+
+/* Try to take an unlocked word @s, adding @extra bits. */
+static inline bool try_take(struct urcu_mutex *m, int32_t s, uint32_t id,
+		int32_t extra)
+{
+	/* Full barrier on success: the acquire that pairs with unlock's cmpxchg. */
+	if (uatomic_cmpxchg(&m->state, s, (int32_t) id | (s & STATE_SLEEPERS)
+			| extra) != s)
+		return false;
+	note_acquired(m);
+	return true;
+}
+
+static void update_hold_average(struct urcu_mutex *m, int64_t sample)
+{
+	uint32_t avg = CMM_LOAD_SHARED(m->hold_ns);
+
+	if (sample > DEFAULT_SPIN_NS * 4)
+		sample = DEFAULT_SPIN_NS * 4;
+	/* Racy on purpose: an estimate; a lost update costs nothing. */
+	CMM_STORE_SHARED(m->hold_ns, (uint32_t) ((int64_t) avg
+			+ (sample - (int64_t) avg) / 8));
+}
+
+/*
+ * Spin while the owner looks running. Returns true with the lock taken,
+ * false when the waiter should sleep.
+ */
+static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra)
+{
+	unsigned int sig = mutex_signals(m), i, lost = 0;
+	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit;
+	int64_t start, now, seen_at;
+	int32_t s;
+
+	if (!cap)
+		cap = DEFAULT_SPIN_NS;
+	limit = CMM_LOAD_SHARED(m->hold_ns) * HOLD_FACTOR;
+	if (limit < HOLD_FLOOR_NS)
+		limit = HOLD_FLOOR_NS;
+	start = seen_at = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+	seen_seq = CMM_LOAD_SHARED(m->seq);
+	for (i = 1;; i++) {
+		s = CMM_LOAD_SHARED(m->state);
+		if (!owner_of(s)) {
+			if (try_take(m, s, id, extra))
+				return true;
+			continue;
+		}
+		if (s & STATE_HANDOFF)
+			return false;	/* nobody may barge: no use spinning */
+		caa_cpu_relax();
+		if (i % CLOCK_EVERY)
+			continue;
+		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+		if (now - start > (int64_t) cap)
+			return false;
+		if (!sig)
+			continue;
+		if (CMM_LOAD_SHARED(m->seq) != seen_seq) {
+			if (seen_at != start)
+				update_hold_average(m, now - seen_at);
+			if (++lost > SPIN_MAX_LOST)
+				return false;
+			seen_seq = CMM_LOAD_SHARED(m->seq);
+			seen_at = now;
+		} else if ((sig & URCU_MUTEX_OWNER_HOLD_TIME)
+				&& now - seen_at > (int64_t) limit) {
+			return false;
+		}
+		if (i % OWNER_EVERY == 0 && owner_off_cpu(owner_of(s), sig))
+			return false;
+	}
+}
+
+static int futex_sleep(struct urcu_mutex_thread *me, int32_t *word,
+		int32_t val, clockid_t clock, const struct timespec *abstime)
+{
+	int ret;
+
+	uatomic_inc(&me->blocked);
+	ret = urcu_rseq_futex_wait(word, val, clock, abstime);
+	uatomic_dec(&me->blocked);
+	return ret;
+}
+
+/*
+ * The waiter has waited past URCU_MUTEX_HANDOFF_NS: take the hand-off slot
+ * and sleep on our own grant word until an unlock names us owner. Returns
+ * 0 (locked), ETIMEDOUT, or EAGAIN when the slot is taken by another.
+ */
+static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
+		const struct timespec *abstime)
+{
+	uint32_t id = me->id;
+	struct timespec ts;
+	int64_t poll;
+	int32_t g, s;
+	int ret;
+
+	if (uatomic_cmpxchg(&m->handoff, 0, (int32_t) id) != 0)
+		return EAGAIN;
+	for (;;) {
+		g = CMM_LOAD_SHARED(me->grant);
+		/* Pairs with the cmpxchg in unlock_slow() before the bump. */
+		cmm_smp_mb();
+		s = CMM_LOAD_SHARED(m->state);
+		if (owner_of(s) == id)
+			return 0;
+		if (!owner_of(s)) {
+			if (try_take(m, s, id, STATE_SLEEPERS)) {
+				/* Nobody unlocked a word with our bit: still ours. */
+				(void) uatomic_cmpxchg(&m->handoff, (int32_t) id, 0);
+				return 0;
+			}
+			continue;
+		}
+		if ((s & (STATE_HANDOFF | STATE_SLEEPERS))
+				!= (STATE_HANDOFF | STATE_SLEEPERS)) {
+			/* Sleepers too: we may have used up their wake-up. */
+			(void) uatomic_cmpxchg(&m->state, s,
+					s | STATE_HANDOFF | STATE_SLEEPERS);
+			continue;
+		}
+		urcu_rseq_fi_point();
+		/*
+		 * The bit we saw may be stale: set by a waiter that has left
+		 * the slot, and about to be cleared by an unlock that found
+		 * the slot empty before we took it. Poll, so that such a
+		 * clear cannot strand us: the loop sets the bit again.
+		 */
+		poll = urcu_rseq_now_ns(CLOCK_MONOTONIC) + HANDOFF_POLL_NS;
+		ts.tv_sec = (time_t) (poll / URCU_RSEQ_NSEC_PER_SEC);
+		ts.tv_nsec = (long) (poll % URCU_RSEQ_NSEC_PER_SEC);
+		ret = futex_sleep(me, &me->grant, g, CLOCK_MONOTONIC, &ts);
+		if (ret != ETIMEDOUT || !abstime
+				|| !urcu_rseq_ts_passed(CLOCK_REALTIME, abstime))
+			continue;
+		if (uatomic_cmpxchg(&m->handoff, (int32_t) id, 0) == (int32_t) id)
+			return ETIMEDOUT;
+		/* An unlock has claimed us: it is naming us owner right now. */
+		while (owner_of(CMM_LOAD_SHARED(m->state)) != id)
+			caa_cpu_relax();
+		cmm_smp_mb();	/* Pairs with unlock_slow()'s cmpxchg. */
+		return 0;
+	}
+}
+
+static int lock_slow(struct urcu_mutex *m, const struct timespec *abstime)
+{
+	struct urcu_mutex_thread *me = get_self();
+	uint32_t id = me->id;
+	int32_t extra = 0, s;
+	int64_t start = 0;
+	int ret;
+
+	for (;;) {
+		if (spin(m, id, extra))
+			return 0;
+		s = CMM_LOAD_SHARED(m->state);
+		if (!owner_of(s)) {
+			if (try_take(m, s, id, extra))
+				return 0;
+			continue;
+		}
+		urcu_rseq_debug_check(owner_of(s) != id, "urcu_mutex",
+				"lock of a mutex the calling thread holds");
+		if (!start) {
+			start = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+		} else if (urcu_rseq_now_ns(CLOCK_MONOTONIC) - start
+				> URCU_MUTEX_HANDOFF_NS) {
+			ret = handoff_wait(m, me, abstime);
+			if (ret != EAGAIN)
+				return ret;
+		}
+		if (!(s & STATE_SLEEPERS)) {
+			if (uatomic_cmpxchg(&m->state, s, s | STATE_SLEEPERS) != s)
+				continue;
+			s |= STATE_SLEEPERS;
+		}
+		urcu_rseq_fi_point();
+		ret = futex_sleep(me, &m->state, s, CLOCK_REALTIME, abstime);
+		/*
+		 * Once we slept, others may sleep behind us and the unlock
+		 * that woke us cleared the bit: keep it when we take the lock.
+		 */
+		extra = STATE_SLEEPERS;
+		if (ret == ETIMEDOUT)
+			return ETIMEDOUT;
+	}
+}
+
+static inline bool lock_fast(struct urcu_mutex *m, uint32_t id)
+{
+	if (caa_likely(uatomic_cmpxchg(&m->state, 0, (int32_t) id) == 0)) {
+		note_acquired(m);
+		return true;
+	}
+	return false;
+}
+
+void urcu_mutex_lock(struct urcu_mutex *m)
+{
+	if (caa_likely(lock_fast(m, get_self()->id)))
+		return;
+	(void) lock_slow(m, NULL);
+}
+
+bool urcu_mutex_trylock(struct urcu_mutex *m)
+{
+	struct urcu_mutex_thread *me = get_self();
+	int32_t s = CMM_LOAD_SHARED(m->state);
+
+	/* A pending hand-off is owned by the lock word: no barging past it. */
+	return !owner_of(s) && try_take(m, s, me->id, 0);
+}
+
+int urcu_mutex_timedlock(struct urcu_mutex *m, const struct timespec *abstime)
+{
+	if (!m || !abstime || !urcu_rseq_ts_valid(abstime))
+		return EINVAL;
+	if (lock_fast(m, get_self()->id))
+		return 0;
+	return lock_slow(m, abstime);
+}
+
+/* ---- Unlock -------------------------------------------------------------- */
+
+static int unlock_slow(struct urcu_mutex *m, uint32_t id)
+{
+	int32_t s = CMM_LOAD_SHARED(m->state), old, target;
+
+	for (;;) {
+		if (owner_of(s) != id) {
+			urcu_rseq_debug_check(0, "urcu_mutex",
+					"unlock by a thread that does not own the mutex");
+			return EPERM;
+		}
+		if (s & STATE_HANDOFF) {
+			target = uatomic_xchg(&m->handoff, 0);
+			if (target) {
+				CMM_STORE_SHARED(m->seq, m->seq + 1);
+				for (;;) {
+					old = uatomic_cmpxchg(&m->state, s,
+						target | (s & STATE_SLEEPERS));
+					if (old == s)
+						break;
+					s = old;
+				}
+				/* Pairs with the cmm_smp_mb() in handoff_wait(). */
+				uatomic_inc(&desc_of((uint32_t) target)->grant);
+				urcu_rseq_futex_wake(&desc_of((uint32_t) target)->grant,
+						1);
+				return 0;
+			}
+		}
+		urcu_rseq_fi_point();
+		/* Release: pairs with the cmpxchg of the next try_take(). */
+		old = uatomic_cmpxchg(&m->state, s, 0);
+		if (old == s)
+			break;
+		s = old;
+	}
+	if (s & STATE_SLEEPERS)
+		urcu_rseq_futex_wake(&m->state, 1);
+	return 0;
+}
+
+int urcu_mutex_unlock(struct urcu_mutex *m)
+{
+	uint32_t id = get_self()->id;
+
+	if (caa_likely(uatomic_cmpxchg(&m->state, (int32_t) id, 0)
+			== (int32_t) id))
+		return 0;
+	return unlock_slow(m, id);
+}
+
+/* ---- Setup --------------------------------------------------------------- */
+
+int urcu_mutex_attr_init(struct urcu_mutex_attr *attr)
+{
+	if (!attr)
+		return EINVAL;
+	attr->owner_signals = URCU_MUTEX_OWNER_DEFAULT;
+	attr->spin_ns = 0;
+	return 0;
+}
+
+int urcu_mutex_init(struct urcu_mutex *m, const struct urcu_mutex_attr *attr)
+{
+	if (!m)
+		return EINVAL;
+	if (attr && (attr->owner_signals & ~URCU_MUTEX_OWNER_ALL))
+		return EINVAL;
+	memset(m, 0, sizeof(*m));
+	if (attr) {
+		m->signals_off = URCU_MUTEX_OWNER_DEFAULT ^ attr->owner_signals;
+		m->spin_ns = attr->spin_ns;
+	}
+	return 0;
+}
+
+int urcu_mutex_destroy(struct urcu_mutex *m)
+{
+	int32_t s;
+
+	if (!m)
+		return EINVAL;
+	s = CMM_LOAD_SHARED(m->state);
+	urcu_rseq_debug_check(s == 0, "urcu_mutex",
+			"destroy of a mutex that is held or waited for");
+	return s ? EBUSY : 0;
+}
+
+bool urcu_mutex_is_owner(struct urcu_mutex *m)
+{
+	return owner_of(CMM_LOAD_SHARED(m->state)) == get_self()->id;
+}
+
+void urcu_mutex_blocking_begin(void)
+{
+	uatomic_inc(&get_self()->blocked);
+}
+
+void urcu_mutex_blocking_end(void)
+{
+	uatomic_dec(&get_self()->blocked);
+}
