@@ -51,6 +51,12 @@ static struct cache_priv *priv_of(struct urcu_percpu_cache *c)
 	return caa_container_of(c, struct cache_priv, pub);
 }
 
+/* The list link of @n, NULL for NULL: node is the first member. */
+static struct urcu_percpu_freelist_node *link_of(node_t *n)
+{
+	return (struct urcu_percpu_freelist_node *) n;
+}
+
 static size_t round_up(size_t v, size_t a)
 {
 	return (v + a - 1) & ~(a - 1);
@@ -140,7 +146,7 @@ size_t urcu_percpu_cache_obj_size(const struct urcu_percpu_cache *c)
 /* Depot: a loose chain plus full batches; called with p->lock held. */
 static void depot_push_one(struct cache_priv *p, node_t *n)
 {
-	n->node.next = &p->loose->node;
+	n->node.next = link_of(p->loose);
 	n->depth = p->loose ? p->loose->depth + 1 : 1;
 	p->loose = n;
 	if (n->depth >= p->batch) {
@@ -259,7 +265,7 @@ static node_t *carve(struct cache_priv *p, size_t want)
 	for (i = 0; i < n; i++) {
 		node_t *o = (node_t *) (s->base + (s->carved + i) * p->stride);
 
-		o->node.next = &chain->node;
+		o->node.next = link_of(chain);
 		o->depth = i + 1;
 		chain = o;
 	}
@@ -420,7 +426,7 @@ void urcu_percpu_cache_free_slow(struct urcu_percpu_cache *c, void *obj)
 			&& urcu_rseq_index(c->mode) >= 0) {
 		/* Full list: the freed object and a batch of the list leave. */
 		while (len < p->batch && (n = pop_local(c)) != NULL) {
-			n->node.next = &chain->node;
+			n->node.next = link_of(chain);
 			chain = n;
 			len++;
 		}
@@ -483,7 +489,7 @@ static void release_free_slabs(struct cache_priv *p, node_t *all)
 
 		next = (node_t *) n->node.next;
 		if (s && s->carved) {
-			n->node.next = &keep->node;
+			n->node.next = link_of(keep);
 			keep = n;
 		}
 	}
@@ -511,7 +517,7 @@ int urcu_percpu_cache_drain(struct urcu_percpu_cache *c)
 		for (last = chain; last->node.next;
 				last = (node_t *) last->node.next)
 			;
-		last->node.next = &all->node;
+		last->node.next = link_of(all);
 		all = chain;
 	}
 	pthread_mutex_lock(&p->lock);
@@ -519,7 +525,7 @@ int urcu_percpu_cache_drain(struct urcu_percpu_cache *c)
 		for (last = chain; last->node.next;
 				last = (node_t *) last->node.next)
 			;
-		last->node.next = &all->node;
+		last->node.next = link_of(all);
 		all = chain;
 	}
 	release_free_slabs(p, all);
