@@ -10,7 +10,7 @@ set -eu
 
 packages="build-essential autoconf automake libtool pkg-config
 liburcu-dev libseccomp-dev libnuma-dev gnuplot-nox libck-dev valgrind
-spin abigail-tools"
+spin abigail-tools libgoogle-perftools-dev"
 # The kernel itself is fetched by extras/vm/run-vm.sh with apt-get download.
 vm_packages="qemu-system-x86 busybox-static cpio"
 
