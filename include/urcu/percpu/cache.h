@@ -143,26 +143,12 @@ static URCU_PERCPU_CACHE_INLINE void *urcu_percpu_cache_alloc(
 	int mode = c->mode;
 
 	if (caa_likely(mode != URCU_PERCPU_CACHE_LOCKED)) {
-		for (;;) {
-			int idx = urcu_rseq_index(mode);
-			intptr_t load;
-			int ret;
+		struct urcu_percpu_freelist_node *n =
+			urcu_percpu_freelist_pop_fast(c->fl, mode);
 
-			if (caa_unlikely(idx < 0))
-				break;
-			ret = urcu_rseq_cmpnev_storeoffp_load(mode,
-				(intptr_t *) urcu_percpu_ptr(c->fl->heads, idx),
-				0, (long) offsetof(struct urcu_percpu_freelist_node,
-					next), &load, idx);
-			if (caa_likely(ret == URCU_RSEQ_COMMITTED)) {
-				if (caa_unlikely(load
-					== (intptr_t) &urcu_percpu_freelist_busy))
-					break;
-				urcu_percpu_counter_inc(c->nr_allocs);
-				return (void *) load;
-			}
-			if (ret == URCU_RSEQ_CMPFAIL)
-				break;
+		if (caa_likely(n)) {
+			urcu_percpu_counter_inc(c->nr_allocs);
+			return n;
 		}
 	}
 	return urcu_percpu_cache_alloc_slow(c);

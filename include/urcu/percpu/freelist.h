@@ -137,33 +137,56 @@ static inline void urcu_percpu_freelist_push(struct urcu_percpu_freelist *fl,
 	urcu_percpu_freelist_push_slow(fl, n);
 }
 
+#if defined(__GNUC__)
+#define URCU_PERCPU_FREELIST_INLINE	inline __attribute__((always_inline))
+#else
+#define URCU_PERCPU_FREELIST_INLINE	inline
+#endif
+
+/*
+ * The rseq pop of the calling thread's own list, shared by the free list
+ * and the object cache: the node, or NULL when the list is empty, is being
+ * taken (BUSY), or the thread has no rseq; the caller's slow path decides
+ * what to do then. @mode must not be the locked mode.
+ */
+static URCU_PERCPU_FREELIST_INLINE struct urcu_percpu_freelist_node *
+urcu_percpu_freelist_pop_fast(struct urcu_percpu_freelist *fl, int mode)
+{
+	for (;;) {
+		int idx = urcu_rseq_index(mode);
+		intptr_t load;
+		int ret;
+
+		if (caa_unlikely(idx < 0))
+			return NULL;
+		ret = urcu_rseq_cmpnev_storeoffp_load(mode,
+			(intptr_t *) urcu_percpu_ptr(fl->heads, idx), 0,
+			(long) offsetof(struct urcu_percpu_freelist_node, next),
+			&load, idx);
+		if (caa_likely(ret == URCU_RSEQ_COMMITTED)) {
+			if (caa_unlikely(load
+					== (intptr_t) &urcu_percpu_freelist_busy))
+				return NULL;	/* being taken: empty for us */
+			return (struct urcu_percpu_freelist_node *) load;
+		}
+		if (ret == URCU_RSEQ_CMPFAIL)
+			return NULL;		/* empty */
+	}
+}
+
 static inline struct urcu_percpu_freelist_node *urcu_percpu_freelist_pop(
 		struct urcu_percpu_freelist *fl)
 {
 	int mode = fl->mode;
 
 	if (caa_likely(mode != URCU_PERCPU_FREELIST_LOCKED)) {
-		for (;;) {
-			int idx = urcu_rseq_index(mode);
-			intptr_t load;
-			int ret;
+		struct urcu_percpu_freelist_node *n =
+			urcu_percpu_freelist_pop_fast(fl, mode);
 
-			if (caa_unlikely(idx < 0))
-				break;
-			ret = urcu_rseq_cmpnev_storeoffp_load(mode,
-				(intptr_t *) urcu_percpu_ptr(fl->heads, idx), 0,
-				(long) offsetof(struct urcu_percpu_freelist_node, next),
-				&load, idx);
-			if (caa_likely(ret == URCU_RSEQ_COMMITTED)) {
-				if (caa_unlikely(load
-					== (intptr_t) &urcu_percpu_freelist_busy))
-					break;	/* being taken: empty for us */
-				return (struct urcu_percpu_freelist_node *) load;
-			}
-			if (ret == URCU_RSEQ_CMPFAIL)
-				break;	/* empty: try the shared list */
-		}
+		if (caa_likely(n))
+			return n;
 	}
+	/* Empty, being taken, no rseq, or locked: the shared list and more. */
 	return urcu_percpu_freelist_pop_slow(fl);
 }
 
