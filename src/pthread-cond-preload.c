@@ -29,7 +29,9 @@
  * preloaded object, which the dynamic linker finds before libc.
  */
 #ifndef _GNU_SOURCE
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #endif
 #include <dlfcn.h>
 #include <errno.h>

@@ -4,7 +4,9 @@
  * one CPU and on all of them while the other CPUs run rseq sections, and a
  * per-CPU rseq add against an atomic add on one shared word.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>

@@ -17,7 +17,9 @@
  * round deadline).
  */
 #ifndef _GNU_SOURCE
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #endif
 #include <dlfcn.h>
 #include <errno.h>

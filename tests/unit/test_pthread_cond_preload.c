@@ -11,7 +11,9 @@
  * after broadcast; process-shared conditions across fork() through glibc.
  */
 #ifndef _GNU_SOURCE
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #endif
 #include <dlfcn.h>
 #include <errno.h>
