@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <urcu/rseq.h>
 
 #define NR_THREADS	4
@@ -100,10 +101,16 @@ int main(void)
 			urcu_rseq_available() ? "yes" : "no",
 			urcu_rseq_fence_available() ? "yes" : "no",
 			urcu_rseq_features & URCU_RSEQ_FEATURE_MM_CID ? "yes" : "no");
-	buffers[0] = calloc(nr_cpus, sizeof(struct slot));
-	buffers[1] = calloc(nr_cpus, sizeof(struct slot));
-	if (!buffers[0] || !buffers[1])
-		return 1;
+	/* struct slot is cache-line aligned: calloc() does not promise that. */
+	for (i = 0; i < 2; i++) {
+		void *p;
+
+		if (posix_memalign(&p, _Alignof(struct slot),
+				(size_t) nr_cpus * sizeof(struct slot)))
+			return 1;
+		memset(p, 0, (size_t) nr_cpus * sizeof(struct slot));
+		buffers[i] = p;
+	}
 	active = buffers[0];
 	for (i = 0; i < NR_THREADS; i++)
 		if (pthread_create(&tid[i], NULL, worker, (void *) i))
