@@ -203,7 +203,12 @@ static void test_stress(enum way w)
 			count++;
 		}
 	}
-	ok(r.errors == 0 && dup == 0 && count == NR_NODES && r.pops > 0,
+	/*
+	 * Ownership is the point; under emulation the remote thread can take
+	 * every node before a worker pops one, so ask only that nodes moved.
+	 */
+	ok(r.errors == 0 && dup == 0 && count == NR_NODES
+			&& r.pops + r.remote_takes > 0,
 		"%s: 16 threads + remote: %lu pops, %lu remote takes, "
 		"%lu ownership errors, %d of %d nodes back",
 		way_name[w], r.pops, r.remote_takes, r.errors + (unsigned long) dup,
