@@ -87,7 +87,8 @@ static void worker(struct stress_thread *st)
 
 	if (!mine)
 		bail_out("out of memory");
-	while (!stress_should_stop(st)) {
+	/* Remote and lock_all threads finish one round however late they run. */
+	while (!stress_should_stop(st) || (st->id >= NR_LOCAL && ops == 0)) {
 		if (st->id < NR_LOCAL) {
 			int idx = urcu_percpu_lock(t->l);
 
