@@ -205,40 +205,16 @@ int urcu_percpu_lock_slow(struct urcu_percpu_lock *l)
 	return idx;
 }
 
-void urcu_percpu_lock_cpu(struct urcu_percpu_lock *l, int cpu)
+/*
+ * One attempt at the local fast path for @cpu, for callers that name a
+ * shard: it only applies while this thread runs on the shard's CPU (or holds
+ * its mm_cid). True when taken; false when the caller must take the remote
+ * path (elsewhere, held, or a remote request pending).
+ */
+static bool try_local(struct urcu_percpu_lock *l, int cpu)
 {
-	struct urcu_percpu_lock_shard *s;
+	struct urcu_percpu_lock_shard *s = &l->shards[cpu];
 
-	if (!valid_shard(l, cpu)) {
-		urcu_percpu_lock_bad_shard(l, cpu, "urcu_percpu_lock_cpu");
-		return;
-	}
-	s = &l->shards[cpu];
-	/* On the shard's CPU (or holding its mm_cid): the fast path is ours. */
-	while (l->fast && urcu_rseq_index(l->mode) == cpu) {
-		int ret = urcu_rseq_cmpeqv_cmpeqv_storev(l->mode, &s->lock,
-				_URCU_PERCPU_LOCK_FREE, &s->remote, 0,
-				_URCU_PERCPU_LOCK_LOCAL, cpu);
-
-		if (ret == URCU_RSEQ_COMMITTED) {
-			_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
-			return;
-		}
-		if (ret == URCU_RSEQ_CMPFAIL)
-			break;
-	}
-	lock_remote(l, cpu);
-}
-
-bool urcu_percpu_trylock_cpu(struct urcu_percpu_lock *l, int cpu)
-{
-	struct urcu_percpu_lock_shard *s;
-
-	if (!valid_shard(l, cpu)) {
-		errno = EINVAL;
-		return false;
-	}
-	s = &l->shards[cpu];
 	while (l->fast && urcu_rseq_index(l->mode) == cpu) {
 		int ret = urcu_rseq_cmpeqv_cmpeqv_storev(l->mode, &s->lock,
 				_URCU_PERCPU_LOCK_FREE, &s->remote, 0,
@@ -251,6 +227,31 @@ bool urcu_percpu_trylock_cpu(struct urcu_percpu_lock *l, int cpu)
 		if (ret == URCU_RSEQ_CMPFAIL)
 			break;
 	}
+	return false;
+}
+
+void urcu_percpu_lock_cpu(struct urcu_percpu_lock *l, int cpu)
+{
+	if (!valid_shard(l, cpu)) {
+		urcu_percpu_lock_bad_shard(l, cpu, "urcu_percpu_lock_cpu");
+		return;
+	}
+	if (try_local(l, cpu))
+		return;
+	lock_remote(l, cpu);
+}
+
+bool urcu_percpu_trylock_cpu(struct urcu_percpu_lock *l, int cpu)
+{
+	struct urcu_percpu_lock_shard *s;
+
+	if (!valid_shard(l, cpu)) {
+		errno = EINVAL;
+		return false;
+	}
+	if (try_local(l, cpu))
+		return true;
+	s = &l->shards[cpu];
 	/* Visibly held: fail without paying for a fence. */
 	if (CMM_LOAD_SHARED(s->lock) != _URCU_PERCPU_LOCK_FREE)
 		goto busy;
