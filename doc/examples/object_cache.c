@@ -95,12 +95,16 @@ int main(void)
 {
 	static unsigned char seen_ids[NR_PRODUCERS * NR_REQUESTS];
 	pthread_t prod[NR_PRODUCERS], cons[NR_CONSUMERS];
+	/* Count allocs and frees too: the check below compares them. */
+	struct urcu_percpu_cache_attr attr = {
+		.flags = URCU_PERCPU_CACHE_STATS,
+	};
 	struct urcu_percpu_cache_stats st;
 	unsigned long bad = 0, missing = 0, i;
 	void *ret;
 
 	seen = seen_ids;
-	cache = urcu_percpu_cache_create(sizeof(struct request), NULL);
+	cache = urcu_percpu_cache_create(sizeof(struct request), &attr);
 	if (!cache) {
 		perror("urcu_percpu_cache_create");
 		return 1;
