@@ -15,7 +15,7 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 {
 	struct urcu_percpu_lock *l;
 	void *mem;
-	int nr;
+	int nr, i;
 
 	if (flags & ~URCU_PERCPU_MM_CID) {
 		errno = EINVAL;
@@ -43,6 +43,14 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 	 */
 	l->fast = (urcu_rseq_features & URCU_RSEQ_FEATURE_CS)
 		&& urcu_rseq_fence_available();
+	/*
+	 * Without the fast path, @remote is never counted: a permanent 1
+	 * there makes the inline section fail its second compare and go to
+	 * the slow path, so the inline code needs no test of l->fast.
+	 */
+	if (!l->fast)
+		for (i = 0; i < nr; i++)
+			l->shards[i].remote = 1;
 	/* Publish the zeroed words before the lock pointer is shared. */
 	cmm_smp_wmb();
 	return l;

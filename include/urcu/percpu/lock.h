@@ -132,7 +132,8 @@ extern "C" {
 /* Internal layout, visible only for the inline fast paths below. */
 struct urcu_percpu_lock_shard {
 	intptr_t lock;		/* 0 free, 1 held (fast path), 2 held (CAS) */
-	intptr_t remote;	/* threads on the compare-and-swap path */
+	intptr_t remote;	/* threads on the compare-and-swap path;
+				   always 1 when the lock has no fast path */
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 #define _URCU_PERCPU_LOCK_FREE	0
@@ -177,13 +178,12 @@ static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 {
 	int idx;
 
-	if (caa_unlikely(!l->fast))
-		return urcu_percpu_lock_slow(l);
 	/*
 	 * The section reads the CPU (or mm_cid) itself and finds the shard
 	 * from it: no separate index load and check before it. Not
-	 * registered yet, aborted, held or a remote request pending: the
-	 * slow path sorts it out (and registers the thread).
+	 * registered yet, aborted, held, a remote request pending, or no
+	 * fast path for this lock (@remote is then stuck at 1): the slow
+	 * path sorts it out (and registers the thread).
 	 */
 	if (caa_likely(urcu_rseq_idx_cmpeqv_cmpeqv_storev(l->mode, l->shards,
 			(long) sizeof(struct urcu_percpu_lock_shard),
