@@ -56,29 +56,61 @@ struct urcu_rseq_gp {
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 /*
- * Bits of urcu_rseq_gp.period, copied into a reader's ctr by its
- * outermost read_lock(): the period it counts in, and whether it must
- * issue full barriers (no membarrier; set once, before any reader). One
- * load gives read_lock() both, and read_unlock() finds both in ctr.
+ * urcu_rseq_gp.period holds the word (0..3) of a slot that an outermost
+ * read_lock() adds to: URCU_RSEQ_PERIOD selects lock[0] or lock[1], and
+ * URCU_RSEQ_FULL_MB says that readers must issue full barriers (no
+ * membarrier; set once, before any reader). The reader keeps the word of
+ * its read_unlock(), unlock[p] = word 2 + p, in ctr, with the same bits.
  */
 #define URCU_RSEQ_PERIOD	1UL
-#define URCU_RSEQ_FULL_MB	2UL
-#define URCU_RSEQ_GP_BITS	(URCU_RSEQ_PERIOD | URCU_RSEQ_FULL_MB)
+#define URCU_RSEQ_UNLOCK	2UL
+#define URCU_RSEQ_FULL_MB	4UL
 
 /*
  * Per-thread reader state in one word, so that a signal handler sees
- * either "not in a section" or a complete (nesting, bits) pair:
- * ctr = nesting * URCU_RSEQ_NEST_ONE + the period bits of the outermost
- * section.
+ * either "not in a section" (0) or a complete (nesting, bits) pair:
+ * ctr = (nesting - 1) * URCU_RSEQ_NEST_ONE + URCU_RSEQ_UNLOCK + the
+ * period bits of the outermost section. An outermost section is the only
+ * one with ctr below URCU_RSEQ_NEST_ONE, and read_unlock() finds the word
+ * to count in ctr itself.
  */
 struct urcu_rseq_reader {
 	unsigned long ctr;
 };
 
-#define URCU_RSEQ_NEST_ONE	4UL
+#define URCU_RSEQ_NEST_ONE	8UL
+#define URCU_RSEQ_WORD_MASK	(URCU_RSEQ_PERIOD | URCU_RSEQ_UNLOCK)
 
 URCU_RSEQ_API extern struct urcu_rseq_gp urcu_rseq_gp;
 URCU_RSEQ_API extern DECLARE_URCU_TLS(struct urcu_rseq_reader, urcu_rseq_reader);
+
+/*
+ * The calling thread's rseq area, computed so that the compiler may keep
+ * it in a register across a function: urcu_rseq_offset is written once, by
+ * the library's first constructor, before any code can reach the read side,
+ * and the thread pointer of a thread never changes, so both are declared
+ * to the compiler as constants here (the same object as urcu_rseq_offset,
+ * seen through a const declaration). Why it matters: the store that opens a
+ * section, and every later load, wait for the area's address; recomputed
+ * from two dependent loads in each section it costs more than the rest of
+ * the section (doc/urcu-rseq.md, "What it costs").
+ */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 \
+		&& (defined(__x86_64__) || defined(__aarch64__))
+URCU_RSEQ_API extern const ptrdiff_t _urcu_rseq_offset_fixed
+	__asm__("urcu_rseq_offset");
+
+static inline struct urcu_rseq_abi *_urcu_rseq_reader_area(void)
+{
+	return (struct urcu_rseq_abi *) ((char *) __builtin_thread_pointer()
+			+ _urcu_rseq_offset_fixed);
+}
+#else
+static inline struct urcu_rseq_abi *_urcu_rseq_reader_area(void)
+{
+	return urcu_rseq_area();
+}
+#endif
 
 /*
  * Replaces the grace period's membarrier where the system has none. Pairs
@@ -93,18 +125,20 @@ static inline void _urcu_rseq_smp_mb_slave(unsigned long bits)
 }
 
 /*
- * Adds 1 to word @word (0..3) of this CPU's slot: one idx_addv section,
- * which reads the CPU number itself. The slots exist from the library's
- * constructor on (it runs before any code that can call the read side),
- * so urcu_rseq_gp.cpus is never NULL here.
+ * Adds 1 to word @word & URCU_RSEQ_WORD_MASK of this CPU's slot: one
+ * idx_addv section, which reads the CPU number itself. The slots exist
+ * from the library's constructor on (it runs before any code that can call
+ * the read side), so urcu_rseq_gp.cpus is never NULL here.
  */
-static inline void _urcu_rseq_count(size_t word)
+static inline void _urcu_rseq_count(struct urcu_rseq_abi *rs,
+		unsigned long word)
 {
-	intptr_t *base = (intptr_t *) urcu_rseq_gp.cpus + word;
+	intptr_t *base = (intptr_t *) urcu_rseq_gp.cpus
+		+ (word & URCU_RSEQ_WORD_MASK);
 	int r;
 
 	do {
-		r = urcu_rseq_idx_addv(URCU_RSEQ_INDEX_CPU, base,
+		r = _urcu_rseq_idx_addv_cpu(rs, base,
 				(long) sizeof(struct urcu_rseq_gp_cpu), 1);
 		if (caa_likely(r == URCU_RSEQ_COMMITTED))
 			return;
@@ -116,6 +150,7 @@ static inline void _urcu_rseq_count(size_t word)
 
 static inline void _urcu_rseq_read_lock(void)
 {
+	struct urcu_rseq_abi *rs = _urcu_rseq_reader_area();
 	unsigned long ctr = CMM_LOAD_SHARED(URCU_TLS(urcu_rseq_reader).ctr);
 	unsigned long bits;
 
@@ -128,8 +163,8 @@ static inline void _urcu_rseq_read_lock(void)
 				ctr + URCU_RSEQ_NEST_ONE);
 		return;
 	}
-	bits = CMM_LOAD_SHARED(urcu_rseq_gp.period) & URCU_RSEQ_GP_BITS;
-	_urcu_rseq_count(bits & URCU_RSEQ_PERIOD);
+	bits = CMM_LOAD_SHARED(urcu_rseq_gp.period);
+	_urcu_rseq_count(rs, bits);
 	/*
 	 * The lock count is in place before any access of the section and
 	 * before ctr says "inside": a signal handler that runs before the
@@ -139,15 +174,16 @@ static inline void _urcu_rseq_read_lock(void)
 	 */
 	_urcu_rseq_smp_mb_slave(bits);
 	CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr,
-			URCU_RSEQ_NEST_ONE | bits);
+			bits + URCU_RSEQ_UNLOCK);
 	cmm_barrier();
 }
 
 static inline void _urcu_rseq_read_unlock(void)
 {
+	struct urcu_rseq_abi *rs = _urcu_rseq_reader_area();
 	unsigned long ctr = CMM_LOAD_SHARED(URCU_TLS(urcu_rseq_reader).ctr);
 
-	if (caa_unlikely((ctr & ~URCU_RSEQ_GP_BITS) != URCU_RSEQ_NEST_ONE)) {
+	if (caa_unlikely(ctr >= URCU_RSEQ_NEST_ONE)) {
 		CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr,
 				ctr - URCU_RSEQ_NEST_ONE);
 		return;
@@ -162,7 +198,7 @@ static inline void _urcu_rseq_read_unlock(void)
 	_urcu_rseq_smp_mb_slave(ctr);
 	CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr, 0);
 	cmm_barrier();
-	_urcu_rseq_count(2 + (ctr & URCU_RSEQ_PERIOD));
+	_urcu_rseq_count(rs, ctr);
 }
 
 static inline int _urcu_rseq_read_ongoing(void)

@@ -70,6 +70,14 @@
 #define _URCU_RSEQ_FI_CLOBBER
 #endif
 
+/*
+ * idx_addv's index, once cpu_id (in %rax) has shown the area registered:
+ * in CPU mode that load is the index already.
+ */
+#define _URCU_RSEQ_IDX_LOAD_cpu
+#define _URCU_RSEQ_IDX_LOAD_mm_cid					\
+	"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_MM_CID) "(%[rs]), %%rax\n\t"
+
 #define _URCU_RSEQ_DEFINE_OPS(suffix, field)				\
 static inline int _urcu_rseq_cmpeqv_storev_##suffix(			\
 		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expect,	\
@@ -228,7 +236,7 @@ static inline int _urcu_rseq_idx_addv_##suffix(				\
 			"(%[rs]), %%rax\n\t"				\
 		"testq %%rax, %%rax\n\t"				\
 		"js %l[cmpfail]\n\t"					\
-		"movslq " _URCU_RSEQ_STR(field) "(%[rs]), %%rax\n\t"	\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
 		"imulq %[stride], %%rax\n\t"				\
 		_URCU_RSEQ_INJECT					\
 		"addq %[count], (%[base], %%rax)\n\t"			\
