@@ -89,6 +89,11 @@ static __thread struct urcu_rseq_abi standin_area
 };
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * The counters live until exit; readers hold slots + 1, so keep the start
+ * too, or valgrind reports them "possibly lost".
+ */
+static void *volatile slots_alloc;	/* volatile: stored, never read */
 static pthread_mutex_t gp_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long gp_seq;	/* odd while a grace period runs */
 
@@ -158,6 +163,7 @@ void urcu_rseq_init(void)
 			(size_t) (n + 1) * sizeof(*slots)))
 		die("cannot allocate the reader counters", ENOMEM);
 	memset(slots, 0, (size_t) (n + 1) * sizeof(*slots));
+	slots_alloc = slots;
 	urcu_rseq_gp.nr_cpus = n;
 	urcu_rseq_gp.has_membarrier = membarrier_probe();
 	if (urcu_rseq_gp.has_membarrier)
