@@ -58,6 +58,14 @@
 #define _URCU_RSEQ_FI_CLOBBER
 #endif
 
+/*
+ * idx_addv's index, once cpu_id (in x17) has shown the area registered:
+ * in CPU mode that load is the index already.
+ */
+#define _URCU_RSEQ_IDX_LOAD_cpu
+#define _URCU_RSEQ_IDX_LOAD_mm_cid					\
+	"ldr w17, [%[rs], #" _URCU_RSEQ_STR(URCU_RSEQ_OFF_MM_CID) "]\n\t"
+
 #define _URCU_RSEQ_DEFINE_OPS(suffix, field)				\
 static inline int _urcu_rseq_cmpeqv_storev_##suffix(			\
 		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expect,	\
@@ -222,7 +230,7 @@ static inline int _urcu_rseq_idx_addv_##suffix(				\
 		"ldrsw x17, [%[rs], #"					\
 			_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t"	\
 		"tbnz x17, #63, %l[cmpfail]\n\t"			\
-		"ldr w17, [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"	\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
 		"madd x17, x17, %[stride], %[base]\n\t"		\
 		"ldr x16, [x17]\n\t"					\
 		"add x16, x16, %[count]\n\t"				\

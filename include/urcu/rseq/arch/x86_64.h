@@ -70,6 +70,46 @@
 #define _URCU_RSEQ_FI_CLOBBER
 #endif
 
+/*
+ * idx_addv's index, once cpu_id (in %rax) has shown the area registered:
+ * in CPU mode that load is the index already.
+ */
+#define _URCU_RSEQ_IDX_LOAD_cpu
+#define _URCU_RSEQ_IDX_LOAD_mm_cid					\
+	"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_MM_CID) "(%[rs]), %%rax\n\t"
+
+/*
+ * idx_addv's section, with @scale_insn turning the index in %rax into a
+ * byte offset. A stride that is a power of two known at compile time is a
+ * shift (one cycle, against three for imul on the path to the add);
+ * _URCU_RSEQ_LOG2 is a constant expression even where the optimizer does
+ * not run, so the "i" operand compiles at -O0 too (the branch is then
+ * never taken).
+ */
+#define _URCU_RSEQ_POW2(x)						\
+	(__builtin_constant_p(x) && (x) > 0 && ((x) & ((x) - 1)) == 0)
+#define _URCU_RSEQ_LOG2(x)						\
+	(__builtin_constant_p(x) && (x) > 0 ? __builtin_ctzl(x) : 0)
+
+#define _URCU_RSEQ_IDX_ADDV(suffix, scale_insn, scale_op)		\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_START					\
+		"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID)		\
+			"(%[rs]), %%rax\n\t"				\
+		"testq %%rax, %%rax\n\t"				\
+		"js %l[cmpfail]\n\t"					\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
+		scale_insn						\
+		_URCU_RSEQ_INJECT					\
+		"addq %[count], (%[base], %%rax)\n\t"			\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [base] "r" (base), scale_op,		\
+		  [count] "er" (count)					\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail)
+
 #define _URCU_RSEQ_DEFINE_OPS(suffix, field)				\
 static inline int _urcu_rseq_cmpeqv_storev_##suffix(			\
 		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expect,	\
@@ -222,23 +262,12 @@ static inline int _urcu_rseq_idx_addv_##suffix(				\
 		struct urcu_rseq_abi *rs, void *base, long stride,	\
 		intptr_t count)						\
 {									\
-	__asm__ __volatile__ goto (					\
-		_URCU_RSEQ_CS_START					\
-		"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID)		\
-			"(%[rs]), %%rax\n\t"				\
-		"testq %%rax, %%rax\n\t"				\
-		"js %l[cmpfail]\n\t"					\
-		"movslq " _URCU_RSEQ_STR(field) "(%[rs]), %%rax\n\t"	\
-		"imulq %[stride], %%rax\n\t"				\
-		_URCU_RSEQ_INJECT					\
-		"addq %[count], (%[base], %%rax)\n\t"			\
-		_URCU_RSEQ_CS_END					\
-		: /* no outputs */					\
-		: [rs] "r" (rs), [base] "r" (base),			\
-		  [stride] "er" (stride), [count] "er" (count)		\
-		  _URCU_RSEQ_FI_IN					\
-		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
-		: abort, cmpfail);					\
+	if (_URCU_RSEQ_POW2(stride))					\
+		_URCU_RSEQ_IDX_ADDV(suffix, "shlq %[scale], %%rax\n\t",	\
+			[scale] "i" (_URCU_RSEQ_LOG2(stride)));		\
+	else								\
+		_URCU_RSEQ_IDX_ADDV(suffix, "imulq %[scale], %%rax\n\t",	\
+			[scale] "er" (stride));				\
 	return URCU_RSEQ_COMMITTED;					\
 abort:									\
 	return URCU_RSEQ_ABORTED;					\
