@@ -59,8 +59,8 @@
 #endif
 
 /*
- * idx_addv's index, once cpu_id (in x17) has shown the area registered:
- * in CPU mode that load is the index already.
+ * The index of the idx_ operations, once cpu_id (in x17) has shown the
+ * area registered: in CPU mode that load is the index already.
  */
 #define _URCU_RSEQ_IDX_LOAD_cpu
 #define _URCU_RSEQ_IDX_LOAD_mm_cid					\
@@ -260,7 +260,7 @@ static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
 		"ldrsw x17, [%[rs], #"					\
 			_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t"	\
 		"tbnz x17, #63, %l[cmpfail]\n\t"			\
-		"ldr w17, [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"	\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
 		"str w17, %[index]\n\t"				\
 		"madd x17, x17, %[stride], %[base]\n\t"		\
 		"ldr x16, [x17]\n\t"					\

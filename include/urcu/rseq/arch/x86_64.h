@@ -71,8 +71,8 @@
 #endif
 
 /*
- * idx_addv's index, once cpu_id (in %rax) has shown the area registered:
- * in CPU mode that load is the index already.
+ * The index of the idx_ operations, once cpu_id (in %rax) has shown the
+ * area registered: in CPU mode that load is the index already.
  */
 #define _URCU_RSEQ_IDX_LOAD_cpu
 #define _URCU_RSEQ_IDX_LOAD_mm_cid					\
@@ -286,7 +286,7 @@ static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
 			"(%[rs]), %%rax\n\t"				\
 		"testq %%rax, %%rax\n\t"				\
 		"js %l[cmpfail]\n\t"					\
-		"movslq " _URCU_RSEQ_STR(field) "(%[rs]), %%rax\n\t"	\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
 		"movl %%eax, %[index]\n\t"				\
 		"imulq %[stride], %%rax\n\t"				\
 		"addq %[base], %%rax\n\t"				\
