@@ -199,27 +199,29 @@ static bool wake_node(struct urcu_wait_node *n, int32_t how)
 					| URCU_WAIT_LEFT | URCU_WAIT_TEARDOWN);
 			return false;
 		}
-		if (!(old & URCU_WAIT_SLEEPING)) {
-			/* Still spinning: one CAS wakes it and ends our access. */
-			cur = uatomic_cmpxchg(&n->state, old,
-					URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
-			if (cur == old)
-				return true;
-			old = cur;
-			continue;
-		}
-		cur = uatomic_cmpxchg(&n->state, old, URCU_WAIT_WAKEUP | how);
+		/*
+		 * One CAS wakes the waiter and ends our access to the node:
+		 * it may return at once. Pairs with the barrier after the
+		 * waiter's TEARDOWN load.
+		 */
+		cur = uatomic_cmpxchg(&n->state, old,
+				URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
 		if (cur != old) {
 			old = cur;
 			continue;
 		}
+		if (!(old & URCU_WAIT_SLEEPING))
+			return true;	/* still spinning: no system call */
 		urcu_rseq_fi_point();
+		/*
+		 * The node may be gone by now: a private futex wake names
+		 * the address only and reads and writes nothing there. What
+		 * lives at that address next may see one spurious wake-up,
+		 * which every futex waiter tolerates. Waiting for the waker
+		 * to come back from this call instead made the woken thread
+		 * depend on a waker that may be preempted right here.
+		 */
 		urcu_rseq_futex_wake(&n->state, 1);
-		urcu_rseq_fi_point();
-		/* Pairs with the barrier after the waiter's TEARDOWN load. */
-		cmm_smp_mb();
-		CMM_STORE_SHARED(n->state,
-				URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
 		return true;
 	}
 }

@@ -28,8 +28,13 @@
  * - A node is private to its waiter again when urcu_wait() returns, woken
  *   or timed out: no other thread reads or writes it afterwards (the node
  *   may live on the waiter's stack). This is the TEARDOWN handshake: a waker
- *   that popped a node ends its use of the node with one store of the
- *   TEARDOWN bit, and the waiter does not return before it sees that bit.
+ *   that popped a node ends its use of the node with one write that sets
+ *   the TEARDOWN bit, and the waiter does not return before it sees that
+ *   bit. The one thing that may follow is the futex wake of a waiter that
+ *   slept: a private FUTEX_WAKE system call names the address and neither
+ *   reads nor writes the memory there, so whatever reuses that memory as a
+ *   futex word may see one spurious wake-up (as with glibc's own mutexes
+ *   and semaphores; every futex waiter must tolerate those anyway).
  * - A waiter that timed out is never woken later, and a wake_one that pops
  *   it wakes the next waiter instead.
  *
@@ -37,10 +42,13 @@
  *
  *   waiter                               waker (holds the node popped)
  *   spin while state == WAITING          WAITING  -CAS-> WAKEUP|TEARDOWN
- *   WAITING -CAS-> SLEEPING, futex wait  SLEEPING -CAS-> WAKEUP,
- *                                          futex wake, store WAKEUP|TEARDOWN
+ *   WAITING -CAS-> SLEEPING, futex wait  SLEEPING -CAS-> WAKEUP|TEARDOWN,
+ *                                          then futex wake (no access)
  *   deadline: WAITING|SLEEPING           TIMEDOUT: store TIMEDOUT|TEARDOWN,
  *     -CAS-> TIMEDOUT                      pop the next node
+ *
+ * A woken waiter thus returns as soon as it sees WAKEUP: it never waits for
+ * a waker that may have been preempted between its CAS and its futex call.
  *
  * Exactly one CAS decides the node's fate: the waker's (woken) or the
  * waiter's (timed out). Why a timed-out waiter may return:
