@@ -17,11 +17,20 @@
  * ended with a wake-up, the budget moves a quarter of the way towards twice
  * that wait's total duration (spin and sleep): a budget that covers the
  * waits seen lately ends the next ones in the spin, without a futex on
- * either side. A wait longer than the cap halves the budget: spinning would
- * not have helped. Whether spinning steals the CPU from the thread we wait
- * for is judged separately, in the spin loop, by timing sched_yield().
+ * either side. A wait longer than the cap takes an eighth off the budget:
+ * spinning would not have helped. Only an eighth, and never below the
+ * floor, because a wait that slept is lengthened by the futex wake-up
+ * latency itself (tens of microseconds on a VM): halving on it, from a
+ * floor of 500 ns, locked short hand-offs into a cycle where one late
+ * wake-up shrank the budget, the next wait slept, and that sleep shrank it
+ * again (ping-pong round trips of 7 us instead of under 1 us). The floor is
+ * a few microseconds, the order of what one futex sleep and wake-up costs
+ * in CPU time, so spinning that long at most doubles the cost of a wait
+ * that had to sleep anyway. Whether spinning steals the CPU from the
+ * thread we wait for is judged separately, in the spin loop, by timing
+ * sched_yield().
  */
-#define WAIT_SPIN_MIN_NS	500
+#define WAIT_SPIN_MIN_NS	4000
 #define WAIT_SPIN_INIT_NS	8000
 #define WAIT_SPIN_MAX_NS	40000
 #define WAIT_SPIN_YIELD_NS	2000	/* give the CPU away this often while spinning */
@@ -83,7 +92,7 @@ void urcu_wait_adapt(int64_t start_ns)
 		return;	/* ended within the first pauses: the budget covers it */
 	t = urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns;
 	if (t > WAIT_SPIN_MAX_NS)
-		b /= 2;
+		b -= b / 8;
 	else
 		b += (2 * t - b) / 4;
 	if (b < WAIT_SPIN_MIN_NS)

@@ -64,7 +64,8 @@
  *
  * Waiting adapts: a waiter spins for a budget learned from how long its
  * thread's recent waits lasted (moved towards twice the recent wait
- * durations, halved by waits too long to be worth spinning for), yields the
+ * durations, shrunk by an eighth by waits too long to be worth spinning
+ * for, never below about one futex sleep's CPU cost: 4 us), yields the
  * CPU every 2 us and goes to sleep at once if that yield ran another thread
  * (it competes for the CPU), then sleeps on FUTEX_WAIT_PRIVATE. A waker
  * issues the futex wake only when the waiter announced it sleeps (state
