@@ -36,8 +36,47 @@
 #define WAIT_SPIN_YIELD_NS	2000	/* give the CPU away this often while spinning */
 #define WAIT_SPIN_YIELD_BUSY_NS	3000	/* a yield this long ran another thread */
 #define WAIT_SPIN_CHECK_MASK	31	/* read the clock every 32 pauses */
+/* Probe for a crowded CPU after this many pauses spent over several waits. */
+#define WAIT_PROBE_MIN_PAUSES	64
+#define WAIT_PROBE_MAX_PAUSES	(64 << 10)
 
+/*
+ * Per thread: the spin budget; pauses spun since the last probe and the
+ * probe interval; whether the last probe found the CPU crowded.
+ */
 static __thread int64_t wait_spin_budget_ns = WAIT_SPIN_INIT_NS;
+static __thread unsigned int wait_spun, wait_probe_every = WAIT_PROBE_MIN_PAUSES;
+static __thread bool wait_crowded;
+
+/*
+ * Per CPU (modulo the size; a collision only makes the guess worse): how
+ * many waiters are giving that CPU away in the crowded loop right now.
+ */
+#define WAIT_YIELD_SLOTS	64
+static struct {
+	int32_t n;
+} __attribute__((aligned(CAA_CACHE_LINE_SIZE))) wait_yielders[WAIT_YIELD_SLOTS];
+
+/*
+ * Give the CPU away once and tell whether another thread ran meanwhile:
+ * the yield then took long. Remembers the answer for the next waits, and
+ * probes less and less often while the CPU is found free. *@after is the
+ * time it returned.
+ */
+static bool wait_probe(int64_t *after)
+{
+	int64_t before = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+
+	sched_yield();
+	*after = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+	wait_spun = 0;
+	wait_crowded = *after - before >= WAIT_SPIN_YIELD_BUSY_NS;
+	if (wait_crowded)
+		wait_probe_every = WAIT_PROBE_MIN_PAUSES;
+	else if (wait_probe_every < WAIT_PROBE_MAX_PAUSES)
+		wait_probe_every *= 2;
+	return wait_crowded;
+}
 
 enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		clockid_t clock, const struct timespec *abstime,
@@ -47,14 +86,65 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 	int64_t deadline = abstime ? urcu_rseq_ts_to_ns(abstime) : 0;
 	unsigned int i;
 
+	*start_ns = 0;
+	/*
+	 * A thread that shares its CPU with runnable threads must not spin
+	 * where they could run: a producer spinning for a free slot takes
+	 * the CPU of a worker that would free it. Short waits never reach
+	 * the in-wait yield below, so the CPU is probed across waits too
+	 * (after 64 pauses spun since it was last found crowded, doubling
+	 * up to 64K while it is found free). While it is crowded, a wait
+	 * gives the CPU away first and then between its looks at the word,
+	 * instead of pausing: whoever shares the CPU runs, a wake-up that
+	 * came meanwhile cost its waker a CAS and no futex, and a producer
+	 * so woken finds many free slots at once. The budget still bounds
+	 * the wait before it sleeps.
+	 */
+	if (!wait_crowded && wait_spun < wait_probe_every)
+		goto spin;
+crowded:
+	for (;;) {
+		int32_t *yielders = &wait_yielders[(unsigned int) urcu_rseq_cpu()
+				% WAIT_YIELD_SLOTS].n;
+
+		/*
+		 * Another waiter already gives this CPU away: yielding to it
+		 * would only pass the CPU round among waiters that all stay
+		 * runnable (oversubscribed hand-offs). Pause instead, and
+		 * sleep if that does not end the wait either.
+		 */
+		if (CMM_LOAD_SHARED(*yielders) > 0) {
+			if (start)
+				return URCU_WAIT_SPIN_EXHAUSTED;
+			break;
+		}
+		uatomic_inc(yielders);
+		(void) wait_probe(&now);
+		uatomic_dec(yielders);
+		if (!start)
+			*start_ns = start = now;
+		if (CMM_LOAD_SHARED(*word) != val)
+			return URCU_WAIT_SPIN_CHANGED;
+		if (abstime && (clock == CLOCK_MONOTONIC ? now :
+				urcu_rseq_now_ns(clock)) >= deadline)
+			return URCU_WAIT_SPIN_DEADLINE;
+		if (now - start >= budget)
+			return URCU_WAIT_SPIN_EXHAUSTED;
+		if (!wait_crowded)
+			break;
+	}
+	if (start)
+		last_yield = now;
+spin:
 	/*
 	 * The clock is first read after a few pauses: a wait that ends
 	 * sooner (the common hand-off) costs no clock read at all.
 	 */
-	*start_ns = 0;
 	for (i = 1; ; i++) {
-		if (CMM_LOAD_SHARED(*word) != val)
+		if (CMM_LOAD_SHARED(*word) != val) {
+			wait_spun += i;
 			return URCU_WAIT_SPIN_CHANGED;
+		}
 		caa_cpu_relax();
 		if (i & WAIT_SPIN_CHECK_MASK)
 			continue;
@@ -68,18 +158,12 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 			return URCU_WAIT_SPIN_EXHAUSTED;
 		/*
 		 * The thread we wait for may be runnable on this very CPU
-		 * (more threads than CPUs): let it run.
+		 * (more threads than CPUs): let it run, and if that yield
+		 * ran another thread, stop pausing on a crowded CPU.
 		 */
 		if (now - last_yield >= WAIT_SPIN_YIELD_NS) {
-			sched_yield();
-			last_yield = urcu_rseq_now_ns(CLOCK_MONOTONIC);
-			/*
-			 * A yield that took long ran another thread here: we
-			 * compete for this CPU, so spinning costs someone
-			 * else's progress. Sleep instead.
-			 */
-			if (last_yield - now >= WAIT_SPIN_YIELD_BUSY_NS)
-				return URCU_WAIT_SPIN_EXHAUSTED;
+			if (wait_probe(&last_yield))
+				goto crowded;
 		}
 	}
 }

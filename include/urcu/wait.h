@@ -65,11 +65,16 @@
  * Waiting adapts: a waiter spins for a budget learned from how long its
  * thread's recent waits lasted (moved towards twice the recent wait
  * durations, shrunk by an eighth by waits too long to be worth spinning
- * for, never below about one futex sleep's CPU cost: 4 us), yields the
- * CPU every 2 us and goes to sleep at once if that yield ran another thread
- * (it competes for the CPU), then sleeps on FUTEX_WAIT_PRIVATE. A waker
- * issues the futex wake only when the waiter announced it sleeps (state
- * SLEEPING); a spinning waiter costs one CAS.
+ * for, never below about one futex sleep's CPU cost: 4 us), then sleeps
+ * on FUTEX_WAIT_PRIVATE. It yields the CPU every 2 us of spinning, counted
+ * across its thread's waits so that short waits are covered too; a yield
+ * that ran another thread marks the CPU crowded, and on a crowded CPU the
+ * waiter gives the CPU away instead of pausing (the threads sharing it,
+ * e.g. the workers a producer waits for, run meanwhile), unless another
+ * waiter on that CPU does so already: then it sleeps, as yielding round
+ * among waiters only keeps them all runnable. A waker issues the futex
+ * wake only when the waiter announced it sleeps (state SLEEPING); a
+ * spinning or yielding waiter costs one CAS.
  *
  * A zero-filled struct urcu_wait_queue is a valid, empty queue.
  */
