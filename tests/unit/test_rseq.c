@@ -190,6 +190,54 @@ static void test_ops(int mode, const char *name)
 		free(sl);
 	}
 
+	/*
+	 * idx_cmpeqv_cmpeqv_storev: the per-index lock slot of the index it
+	 * runs on, reported through *index; word 0 is the lock, word 1 the
+	 * flag that must be clear.
+	 */
+	{
+		intptr_t *sl = calloc((size_t) nr_cpus * SLOT_STRIDE,
+				sizeof(intptr_t));
+		long stride = (long) (SLOT_STRIDE * sizeof(intptr_t));
+		int i, n = 0, changed = 0, got = -5;
+
+		while ((r = urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, sl, stride,
+				(long) sizeof(intptr_t), 0, 0, 7, &got))
+				== URCU_RSEQ_ABORTED)
+			;
+		for (i = 0; i < nr_cpus * SLOT_STRIDE; i++)
+			n += sl[i] != 0;
+		ok(r == URCU_RSEQ_COMMITTED && got >= 0 && got < nr_cpus
+			&& sl[got * SLOT_STRIDE] == 7 && n == 1,
+			"%s idx_cmpeqv_cmpeqv_storev stores at the index it "
+			"reports (%d)", name, got);
+		for (i = 0; i < nr_cpus; i++)
+			sl[i * SLOT_STRIDE] = 7;	/* every lock held */
+		while ((r = urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, sl, stride,
+				(long) sizeof(intptr_t), 0, 0, 8, &got))
+				== URCU_RSEQ_ABORTED)
+			;
+		for (i = 0; i < nr_cpus; i++)
+			changed += sl[i * SLOT_STRIDE] != 7;
+		ok(r == URCU_RSEQ_CMPFAIL && got >= 0 && !changed,
+			"%s idx_cmpeqv_cmpeqv_storev: first compare fails",
+			name);
+		for (i = 0; i < nr_cpus; i++) {
+			sl[i * SLOT_STRIDE] = 0;
+			sl[i * SLOT_STRIDE + 1] = 1;	/* every flag set */
+		}
+		while ((r = urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, sl, stride,
+				(long) sizeof(intptr_t), 0, 0, 9, &got))
+				== URCU_RSEQ_ABORTED)
+			;
+		for (i = 0; i < nr_cpus; i++)
+			changed += sl[i * SLOT_STRIDE] != 0;
+		ok(r == URCU_RSEQ_CMPFAIL && got >= 0 && !changed,
+			"%s idx_cmpeqv_cmpeqv_storev: second compare fails",
+			name);
+		free(sl);
+	}
+
 	/* An index that is not the current one must take the abort path. */
 	idx = urcu_rseq_index(mode);
 	r = urcu_rseq_addv(mode, &v, 1, idx + 100000);
@@ -449,6 +497,17 @@ int main(void)
 		ok(urcu_rseq_index(URCU_RSEQ_INDEX_CPU) == -1,
 			"index -1 without rseq");
 		ok(urcu_rseq_mm_cid() == -1, "mm_cid -1 without rseq");
+		{
+			intptr_t sl[2] = { 0, 0 };
+			int got = 5;
+
+			ok(urcu_rseq_idx_cmpeqv_cmpeqv_storev(
+				URCU_RSEQ_INDEX_CPU, sl, 0,
+				(long) sizeof(intptr_t), 0, 0, 1, &got)
+				== URCU_RSEQ_CMPFAIL && got == -1 && sl[0] == 0,
+				"idx_cmpeqv_cmpeqv_storev without rseq: CMPFAIL, "
+				"index -1, nothing stored");
+		}
 		test_fork();
 		return exit_status();
 	}

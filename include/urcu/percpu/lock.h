@@ -37,7 +37,9 @@
  *
  * The protocol
  *
- * Fast path (F), a thread on the shard's CPU, one rseq critical section:
+ * Fast path (F), a thread on the shard's CPU, one rseq critical section
+ * (idx_cmpeqv_cmpeqv_storev: the shard is the one of the CPU number read
+ * inside the section, so the thread runs on the shard's CPU by construction):
  *	if (lock != 0) fail; if (remote != 0) fail; commit: lock = 1;
  *	then the acquire fence A.
  * Compare-and-swap path (C), any thread, any shard:
@@ -114,6 +116,7 @@
 #define _URCU_PERCPU_LOCK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <urcu/arch.h>
 #include <urcu/compiler.h>
@@ -172,18 +175,21 @@ URCU_RSEQ_API void urcu_percpu_lock_bad_shard(struct urcu_percpu_lock *l,
 /* Locks the current CPU's shard; returns its index. */
 static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 {
-	struct urcu_percpu_lock_shard *s;
 	int idx;
 
 	if (caa_unlikely(!l->fast))
 		return urcu_percpu_lock_slow(l);
-	idx = urcu_rseq_index(l->mode);
-	if (caa_unlikely(idx < 0))
-		return urcu_percpu_lock_slow(l);
-	s = &l->shards[idx];
-	if (caa_likely(urcu_rseq_cmpeqv_cmpeqv_storev(l->mode, &s->lock,
-			_URCU_PERCPU_LOCK_FREE, &s->remote, 0,
-			_URCU_PERCPU_LOCK_LOCAL, idx) == URCU_RSEQ_COMMITTED)) {
+	/*
+	 * The section reads the CPU (or mm_cid) itself and finds the shard
+	 * from it: no separate index load and check before it. Not
+	 * registered yet, aborted, held or a remote request pending: the
+	 * slow path sorts it out (and registers the thread).
+	 */
+	if (caa_likely(urcu_rseq_idx_cmpeqv_cmpeqv_storev(l->mode, l->shards,
+			(long) sizeof(struct urcu_percpu_lock_shard),
+			(long) offsetof(struct urcu_percpu_lock_shard, remote),
+			_URCU_PERCPU_LOCK_FREE, 0, _URCU_PERCPU_LOCK_LOCAL,
+			&idx) == URCU_RSEQ_COMMITTED)) {
 		_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
 		return idx;
 	}

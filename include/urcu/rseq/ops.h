@@ -58,6 +58,17 @@
  *	idx = current index;			(loaded inside the section)
  *	commit: *(intptr_t *)(base + idx * stride) += count;
  *
+ * idx_cmpeqv_cmpeqv_storev(base, stride, off2, expect, expect2, newv, index):
+ *	*index = -1;				(before the section)
+ *	if (this thread's rseq is not registered) return CMPFAIL;
+ *	*index = current index;			(loaded inside the section)
+ *	v = (intptr_t *)(base + *index * stride);
+ *	if (*v != expect) return CMPFAIL;
+ *	if (*(intptr_t *)((char *) v + off2) != expect2) return CMPFAIL;
+ *	commit: *v = newv;
+ *	(a lock word and its flag in a per-index slot: the caller learns the
+ *	slot it took from *index, and *index < 0 after CMPFAIL means "no rseq")
+ *
  * deref_addv is what lets the RSEQ fence retire a double buffer: an updater
  * swaps *ptrp, then calls urcu_rseq_fence(); a section that loaded the old
  * pointer either committed before the fence returned or is aborted and, on
@@ -214,6 +225,15 @@ static inline int urcu_rseq_idx_addv(int mode, void *base, long stride,
 		intptr_t count)
 {
 	return _URCU_RSEQ_DISPATCH(idx_addv, mode, base, stride, count);
+}
+
+static inline int urcu_rseq_idx_cmpeqv_cmpeqv_storev(int mode, void *base,
+		long stride, long off2, intptr_t expect, intptr_t expect2,
+		intptr_t newv, int *index)
+{
+	*index = -1;
+	return _URCU_RSEQ_DISPATCH(idx_cmpeqv_cmpeqv_storev, mode, base,
+			stride, off2, expect, expect2, newv, index);
 }
 
 static inline int urcu_rseq_deref_addv(int mode, void *const *ptrp, long off,

@@ -244,6 +244,43 @@ abort:									\
 	return URCU_RSEQ_ABORTED;					\
 cmpfail:								\
 	return URCU_RSEQ_CMPFAIL;					\
+}									\
+									\
+static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
+		struct urcu_rseq_abi *rs, void *base, long stride,	\
+		long off2, intptr_t expect, intptr_t expect2,		\
+		intptr_t newv, int *index)				\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_START					\
+		"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID)		\
+			"(%[rs]), %%rax\n\t"				\
+		"testq %%rax, %%rax\n\t"				\
+		"js %l[cmpfail]\n\t"					\
+		"movslq " _URCU_RSEQ_STR(field) "(%[rs]), %%rax\n\t"	\
+		"movl %%eax, %[index]\n\t"				\
+		"imulq %[stride], %%rax\n\t"				\
+		"addq %[base], %%rax\n\t"				\
+		"cmpq %[expect], (%%rax)\n\t"				\
+		"jnz %l[cmpfail]\n\t"					\
+		"cmpq %[expect2], (%%rax, %[off2])\n\t"		\
+		"jnz %l[cmpfail]\n\t"					\
+		_URCU_RSEQ_INJECT					\
+		"movq %[newv], (%%rax)\n\t"				\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [base] "r" (base),			\
+		  [stride] "er" (stride), [off2] "r" (off2),		\
+		  [expect] "er" (expect), [expect2] "er" (expect2),	\
+		  [newv] "er" (newv), [index] "m" (*index)		\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail);					\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
 }
 
 _URCU_RSEQ_DEFINE_OPS(cpu, URCU_RSEQ_OFF_CPU_ID)
