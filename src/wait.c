@@ -39,6 +39,14 @@
 /* Probe for a crowded CPU after this many pauses spent over several waits. */
 #define WAIT_PROBE_MIN_PAUSES	64
 #define WAIT_PROBE_MAX_PAUSES	(64 << 10)
+/*
+ * A yield that kept us off the CPU this long lost a whole time slice to a
+ * thread that never gave it back (another process's CPU hog, not one of
+ * the threads we wait for, which block or hand off well before that).
+ */
+#define WAIT_YIELD_LOST_NS	1000000
+#define WAIT_NO_YIELD_MIN	16	/* waits without giving the CPU away */
+#define WAIT_NO_YIELD_MAX	65536
 
 /*
  * Per thread: the spin budget; pauses spun since the last probe and the
@@ -47,6 +55,8 @@
 static __thread int64_t wait_spin_budget_ns = WAIT_SPIN_INIT_NS;
 static __thread unsigned int wait_spun, wait_probe_every = WAIT_PROBE_MIN_PAUSES;
 static __thread bool wait_crowded;
+/* After a lost slice: waits left on the plain policy, and the next count. */
+static __thread unsigned int wait_no_yield, wait_no_yield_next = WAIT_NO_YIELD_MIN;
 
 /*
  * Per CPU (modulo the size; a collision only makes the guess worse): how
@@ -75,6 +85,19 @@ static bool wait_probe(int64_t *after)
 		wait_probe_every = WAIT_PROBE_MIN_PAUSES;
 	else if (wait_probe_every < WAIT_PROBE_MAX_PAUSES)
 		wait_probe_every *= 2;
+	/*
+	 * Giving the CPU away loses whole slices to such a thread, while
+	 * sleeping on the futex would have had us woken, and scheduled,
+	 * as soon as our waker was done: keep to the plain policy (pause,
+	 * and sleep when crowded) for a while, for longer each time.
+	 */
+	if (*after - before >= WAIT_YIELD_LOST_NS) {
+		wait_no_yield = wait_no_yield_next;
+		if (wait_no_yield_next < WAIT_NO_YIELD_MAX)
+			wait_no_yield_next *= 2;
+	} else if (wait_crowded) {
+		wait_no_yield_next = WAIT_NO_YIELD_MIN;
+	}
 	return wait_crowded;
 }
 
@@ -100,6 +123,10 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 	 * so woken finds many free slots at once. The budget still bounds
 	 * the wait before it sleeps.
 	 */
+	if (wait_no_yield) {
+		wait_no_yield--;
+		goto spin;
+	}
 	if (!wait_crowded && wait_spun < wait_probe_every)
 		goto spin;
 crowded:
@@ -162,8 +189,11 @@ spin:
 		 * ran another thread, stop pausing on a crowded CPU.
 		 */
 		if (now - last_yield >= WAIT_SPIN_YIELD_NS) {
-			if (wait_probe(&last_yield))
+			if (wait_probe(&last_yield)) {
+				if (wait_no_yield)
+					return URCU_WAIT_SPIN_EXHAUSTED;
 				goto crowded;
+			}
 		}
 	}
 }

@@ -72,7 +72,10 @@
  * waiter gives the CPU away instead of pausing (the threads sharing it,
  * e.g. the workers a producer waits for, run meanwhile), unless another
  * waiter on that CPU does so already: then it sleeps, as yielding round
- * among waiters only keeps them all runnable. A waker issues the futex
+ * among waiters only keeps them all runnable. A yield that lost a whole
+ * time slice (1 ms: another process's thread took the CPU) turns this off
+ * for the next 16 waits, doubling up to 64K while it happens again. A
+ * waker issues the futex
  * wake only when the waiter announced it sleeps (state SLEEPING); a
  * spinning or yielding waiter costs one CAS.
  *
