@@ -86,10 +86,11 @@ static bool wait_probe(int64_t *after)
 	else if (wait_probe_every < WAIT_PROBE_MAX_PAUSES)
 		wait_probe_every *= 2;
 	/*
-	 * Giving the CPU away loses whole slices to such a thread, while
-	 * sleeping on the futex would have had us woken, and scheduled,
-	 * as soon as our waker was done: keep to the plain policy (pause,
-	 * and sleep when crowded) for a while, for longer each time.
+	 * A yield of 1 ms or more lost a whole time slice to a thread that
+	 * never gave the CPU back (another process's), while sleeping on
+	 * the futex would have had us woken, and scheduled, as soon as our
+	 * waker was done: keep to the plain policy (pause, and sleep when
+	 * crowded) for a while, for longer each time it happens again.
 	 */
 	if (*after - before >= WAIT_YIELD_LOST_NS) {
 		wait_no_yield = wait_no_yield_next;
