@@ -476,13 +476,26 @@ static void release_free_slabs(struct cache_priv *p, node_t *all)
 		if (s)
 			s->free_count++;
 	}
+	/*
+	 * Unlink first: the links live in the objects, and a released slab's
+	 * pages read back as zero.
+	 */
+	for (n = all; n; n = next) {
+		struct slab *s = slab_of(p, n);
+
+		next = (node_t *) n->node.next;
+		if (s && s->free_count != s->carved) {
+			n->node.next = link_of(keep);
+			keep = n;
+		}
+	}
 	for (i = 0; i < p->nr_slabs; i++) {
 		struct slab *s = &p->slabs[i];
 
-		if (!s->carved || s->free_count != s->carved)
-			continue;
 		urcu_rseq_debug_check(s->free_count <= s->carved, "percpu_cache",
 				"an object is free twice");
+		if (!s->carved || s->free_count != s->carved)
+			continue;
 		/*
 		 * Not munmap: a free() may still read a depth from this memory
 		 * (cache.h); MADV_DONTNEED keeps the mapping and drops the pages.
@@ -492,15 +505,6 @@ static void release_free_slabs(struct cache_priv *p, node_t *all)
 		p->nr_objects -= s->carved;
 		s->carved = 0;
 		s->touched = 0;
-	}
-	for (n = all; n; n = next) {
-		struct slab *s = slab_of(p, n);
-
-		next = (node_t *) n->node.next;
-		if (s && s->carved) {
-			n->node.next = link_of(keep);
-			keep = n;
-		}
 	}
 	depot_push_chain(p, keep);
 }

@@ -172,6 +172,68 @@ static void test_max_objects(void)
 
 #define NR_BIG	(64 * 1024)
 
+enum way { WAY_CPU, WAY_MM_CID, WAY_LOCKED, NR_WAYS };
+static const char *way_name[NR_WAYS] = { "cpu", "mm_cid", "locked" };
+
+/*
+ * Drain with one object still allocated: the slabs around it are free and go
+ * back, the free objects of its slab stay in the cache, and once it is freed
+ * too a second drain leaves nothing. A drain that dropped free objects (say,
+ * by following links through a slab it had just released) leaves that slab
+ * carved for good. Both free orders, the pin at either end.
+ */
+static void test_partial_drain(enum way w)
+{
+	struct urcu_percpu_cache_attr a = {
+		.flags = w == WAY_MM_CID ? URCU_PERCPU_MM_CID : 0,
+	};
+	struct urcu_percpu_cache_stats st;
+	void **o = calloc(NR_BIG, sizeof(*o));
+	int round, i, fails = 0;
+	uint64_t kept[2] = { 0, 0 }, left[2] = { 0, 0 }, full[2] = { 0, 0 };
+
+	if (!o)
+		bail_out("out of memory");
+	for (round = 0; round < 2; round++) {
+		struct urcu_percpu_cache *c = urcu_percpu_cache_create(256, &a);
+		int pin = round ? NR_BIG - 1 : 0;
+
+		if (!c)
+			bail_out("create failed");
+		if (w == WAY_LOCKED)
+			c->mode = URCU_PERCPU_CACHE_LOCKED;
+		for (i = 0; i < NR_BIG; i++)
+			if (!(o[i] = urcu_percpu_cache_alloc(c)))
+				fails++;
+		urcu_percpu_cache_stats(c, &st);
+		full[round] = st.objects;
+		for (i = 0; i < NR_BIG; i++) {
+			int k = round ? NR_BIG - 1 - i : i;
+
+			if (k != pin)
+				urcu_percpu_cache_free(c, o[k]);
+		}
+		urcu_percpu_cache_drain(c);
+		urcu_percpu_cache_stats(c, &st);
+		kept[round] = st.objects;
+		urcu_percpu_cache_free(c, o[pin]);
+		urcu_percpu_cache_drain(c);
+		urcu_percpu_cache_stats(c, &st);
+		left[round] = st.objects;
+		if (urcu_percpu_cache_destroy(c))
+			fails++;
+	}
+	ok(!fails && kept[0] > 0 && kept[0] < full[0] && kept[1] > 0
+		&& kept[1] < full[1] && left[0] == 0 && left[1] == 0,
+		"%s: drain around one live object keeps only its slab "
+		"(%llu/%llu, %llu/%llu objects), then releases it (%llu, %llu)",
+		way_name[w], (unsigned long long) kept[0],
+		(unsigned long long) full[0], (unsigned long long) kept[1],
+		(unsigned long long) full[1], (unsigned long long) left[0],
+		(unsigned long long) left[1]);
+	free(o);
+}
+
 static void test_resident(void)
 {
 	struct urcu_percpu_cache_attr a = { .flags = URCU_PERCPU_CACHE_STATS };
@@ -221,8 +283,6 @@ static void test_resident(void)
 	free(o);
 }
 
-enum way { WAY_CPU, WAY_MM_CID, WAY_LOCKED, NR_WAYS };
-static const char *way_name[NR_WAYS] = { "cpu", "mm_cid", "locked" };
 
 struct run {
 	struct urcu_percpu_cache *c;
@@ -358,7 +418,7 @@ int main(void)
 	struct urcu_percpu_cache_attr a256 = { .align = 256 };
 	int w;
 
-	plan_tests(14 + 4 + 3 + 6 + 3 * NR_WAYS);
+	plan_tests(14 + 4 + 3 + 6 + 4 * NR_WAYS);
 	test_api();
 	test_align(24, NULL, alignof(max_align_t), "default");
 	test_align(70, NULL, alignof(max_align_t), "default");
@@ -366,6 +426,8 @@ int main(void)
 	test_align(300, &a256, 256, "align 256");
 	test_max_objects();
 	test_resident();
+	for (w = 0; w < NR_WAYS; w++)
+		test_partial_drain((enum way) w);
 	for (w = 0; w < NR_WAYS; w++)
 		test_stress((enum way) w);
 	return exit_status();
