@@ -58,6 +58,17 @@
  *	idx = current index;			(loaded inside the section)
  *	commit: *(intptr_t *)(base + idx * stride) += count;
  *
+ * idx_cmpeqv_cmpeqv_storev(base, shift, off2, expect, expect2, newv, idxp):
+ *					(lock word of the current index's slot)
+ *	if (this thread's rseq is not registered) return CMPFAIL;
+ *	idx = current index;			(loaded inside the section)
+ *	v = base + (idx << shift);
+ *	if (*(intptr_t *)v != expect) return CMPFAIL;
+ *	if (*(intptr_t *)(v + off2) != expect2) return CMPFAIL;
+ *	commit: *(intptr_t *)v = newv;
+ *	*idxp = idx;				(COMMITTED only; may be
+ *						 written speculatively)
+ *
  * deref_addv is what lets the RSEQ fence retire a double buffer: an updater
  * swaps *ptrp, then calls urcu_rseq_fence(); a section that loaded the old
  * pointer either committed before the fence returned or is aborted and, on
@@ -88,6 +99,13 @@
  *			return;
  *	} while (r == URCU_RSEQ_ABORTED || urcu_rseq_index(mode) >= 0);
  *	uatomic_add(&fallback_slot, 1);
+ *
+ * idx_cmpeqv_cmpeqv_storev is the same kind of operation: a per-index
+ * slot (1 << shift bytes each, from base) whose first word is set from
+ * expect to newv only while a second word at off2 equals expect2 (a lock
+ * word and its "remote request" word); *idxp names the slot it committed
+ * on. CMPFAIL covers both "no rseq registered" and a failed comparison:
+ * the caller's slow path tells them apart.
  *
  * A thread that cannot use rseq (urcu_rseq_index() < 0) must never write with
  * plain stores to what other threads update with critical sections; each
@@ -127,6 +145,20 @@ URCU_RSEQ_API extern int urcu_rseq_fi_loops;
 #define URCU_RSEQ_FI_ENABLED 1
 #else
 #define URCU_RSEQ_FI_ENABLED 0
+#endif
+
+/*
+ * asm goto with output operands (GCC >= 11, clang >= 11): lets
+ * idx_cmpeqv_cmpeqv_storev hand its index back in a register.
+ */
+#ifdef _URCU_RSEQ_ASM_GOTO_OUTPUT
+/* Set by the includer (the tests force the other form with 0). */
+#elif defined(__clang__)
+#define _URCU_RSEQ_ASM_GOTO_OUTPUT (__clang_major__ >= 11)
+#elif defined(__GNUC__)
+#define _URCU_RSEQ_ASM_GOTO_OUTPUT (__GNUC__ >= 11)
+#else
+#define _URCU_RSEQ_ASM_GOTO_OUTPUT 0
 #endif
 
 #ifdef __cplusplus
@@ -214,6 +246,14 @@ static inline int urcu_rseq_idx_addv(int mode, void *base, long stride,
 		intptr_t count)
 {
 	return _URCU_RSEQ_DISPATCH(idx_addv, mode, base, stride, count);
+}
+
+static inline int urcu_rseq_idx_cmpeqv_cmpeqv_storev(int mode, void *base,
+		int shift, long off2, intptr_t expect, intptr_t expect2,
+		intptr_t newv, int *idxp)
+{
+	return _URCU_RSEQ_DISPATCH(idx_cmpeqv_cmpeqv_storev, mode, base,
+			shift, off2, expect, expect2, newv, idxp);
 }
 
 static inline int urcu_rseq_deref_addv(int mode, void *const *ptrp, long off,

@@ -58,6 +58,41 @@
 #define _URCU_RSEQ_FI_CLOBBER
 #endif
 
+/*
+ * idx_cmpeqv_cmpeqv_storev loads the index inside the section into x17.
+ * Where the compiler takes outputs from asm goto it also hands the index
+ * back in a register (valid on the commit path only, the only path that
+ * uses it); elsewhere the section stores it to *idxp before the commit
+ * (speculative: the caller's own variable).
+ */
+#if _URCU_RSEQ_ASM_GOTO_OUTPUT
+#define _URCU_RSEQ_IDX_DECL	long _idx;
+#define _URCU_RSEQ_IDX_LOAD(field)					\
+	"ldrsw %[i], [%[rs], #" _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t" \
+	"tbnz %[i], #63, %l[cmpfail]\n\t"				\
+	".if " _URCU_RSEQ_STR(field) " != "				\
+		_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "\n\t"		\
+	"ldr %w[i], [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"		\
+	".endif\n\t"							\
+	"mov x17, %[i]\n\t"
+#define _URCU_RSEQ_IDX_OUT	[i] "=&r" (_idx)
+#define _URCU_RSEQ_IDX_IN
+#define _URCU_RSEQ_IDX_SET	*idxp = (int) _idx;
+#else
+#define _URCU_RSEQ_IDX_DECL
+#define _URCU_RSEQ_IDX_LOAD(field)					\
+	"ldrsw x17, [%[rs], #" _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t" \
+	"tbnz x17, #63, %l[cmpfail]\n\t"				\
+	".if " _URCU_RSEQ_STR(field) " != "				\
+		_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "\n\t"		\
+	"ldr w17, [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"		\
+	".endif\n\t"							\
+	"str w17, %[idxp]\n\t"
+#define _URCU_RSEQ_IDX_OUT
+#define _URCU_RSEQ_IDX_IN	, [idxp] "Q" (*idxp)
+#define _URCU_RSEQ_IDX_SET
+#endif
+
 #define _URCU_RSEQ_DEFINE_OPS(suffix, field)				\
 static inline int _urcu_rseq_cmpeqv_storev_##suffix(			\
 		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expect,	\
@@ -235,6 +270,43 @@ static inline int _urcu_rseq_idx_addv_##suffix(				\
 		  _URCU_RSEQ_FI_IN					\
 		: "memory", "cc", "x16", "x17" _URCU_RSEQ_FI_CLOBBER	\
 		: abort, cmpfail);					\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
+}									\
+									\
+static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
+		struct urcu_rseq_abi *rs, void *base, int shift,	\
+		long off2, intptr_t expect, intptr_t expect2,		\
+		intptr_t newv, int *idxp)				\
+{									\
+	_URCU_RSEQ_IDX_DECL						\
+									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_START					\
+		_URCU_RSEQ_IDX_LOAD(field)				\
+		"lsl x17, x17, %[shift]\n\t"				\
+		"add x17, x17, %[base]\n\t"				\
+		"ldr x16, [x17]\n\t"					\
+		"cmp x16, %[expect]\n\t"				\
+		"b.ne %l[cmpfail]\n\t"					\
+		"ldr x16, [x17, %[off2]]\n\t"				\
+		"cmp x16, %[expect2]\n\t"				\
+		"b.ne %l[cmpfail]\n\t"					\
+		_URCU_RSEQ_INJECT					\
+		"str %[newv], [x17]\n\t"				\
+		_URCU_RSEQ_CS_END					\
+		: _URCU_RSEQ_IDX_OUT					\
+		: [rs] "r" (rs), [base] "r" (base),			\
+		  [shift] "r" ((long) shift),				\
+		  [off2] "r" (off2), [expect] "r" (expect),		\
+		  [expect2] "r" (expect2), [newv] "r" (newv)		\
+		  _URCU_RSEQ_IDX_IN _URCU_RSEQ_FI_IN			\
+		: "memory", "cc", "x16", "x17" _URCU_RSEQ_FI_CLOBBER	\
+		: abort, cmpfail);					\
+	_URCU_RSEQ_IDX_SET						\
 	return URCU_RSEQ_COMMITTED;					\
 abort:									\
 	return URCU_RSEQ_ABORTED;					\
