@@ -15,7 +15,7 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 {
 	struct urcu_percpu_lock *l;
 	void *mem;
-	int nr;
+	int nr, i;
 
 	if (flags & ~URCU_PERCPU_MM_CID) {
 		errno = EINVAL;
@@ -43,10 +43,14 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 	 */
 	l->fast = (urcu_rseq_features & URCU_RSEQ_FEATURE_CS)
 		&& urcu_rseq_fence_available();
-	if (l->fast && l->mode == URCU_RSEQ_INDEX_CPU)
-		l->fast_cpu = l->shards;
-	else if (l->fast)
-		l->fast_cid = l->shards;
+	/*
+	 * Without the fast path, @remote is never counted: a permanent 1
+	 * there makes the inline section fail its second compare and go to
+	 * the slow path, so the inline code needs no test of l->fast.
+	 */
+	if (!l->fast)
+		for (i = 0; i < nr; i++)
+			l->shards[i].remote = 1;
 	/* Publish the zeroed words before the lock pointer is shared. */
 	cmm_smp_wmb();
 	return l;
@@ -76,33 +80,6 @@ void urcu_percpu_lock_bad_shard(struct urcu_percpu_lock *l, int cpu,
 	(void) l;
 	(void) cpu;
 	errno = EINVAL;
-}
-
-/* The inline unlock found the shard not taken by the fast path. */
-void urcu_percpu_unlock_slow(struct urcu_percpu_lock *l, int cpu)
-{
-	struct urcu_percpu_lock_shard *s;
-	intptr_t v;
-
-	if (!l || cpu < 0 || cpu >= l->nr_shards) {
-		urcu_percpu_lock_bad_shard(l, cpu, "urcu_percpu_unlock");
-		return;
-	}
-	s = &l->shards[cpu];
-	/* Ours while we hold it: nobody else writes it. */
-	v = CMM_LOAD_SHARED(s->lock);
-	if (caa_unlikely(v == _URCU_PERCPU_LOCK_FREE)) {
-		urcu_percpu_lock_bad_shard(l, cpu,
-				"urcu_percpu_unlock: shard not locked");
-		return;
-	}
-	_urcu_percpu_lock_release_fence();	/* R: pairs with A and C's cmpxchg */
-	CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
-	if (v == _URCU_PERCPU_LOCK_CAS) {
-		/* M2: the release is visible before our unit of @remote goes. */
-		cmm_smp_mb__before_uatomic_dec();
-		uatomic_dec(&s->remote);
-	}
 }
 
 static bool valid_shard(struct urcu_percpu_lock *l, int cpu)

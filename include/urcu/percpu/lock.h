@@ -38,11 +38,10 @@
  * The protocol
  *
  * Fast path (F), a thread on the shard's CPU, one rseq critical section
- * (urcu_rseq_idx_cmpeqv_cmpeqv_storev, which reads the CPU number or the
- * concurrency id inside the section and addresses that shard):
+ * (idx_cmpeqv_cmpeqv_storev: the shard is the one of the CPU number read
+ * inside the section, so the thread runs on the shard's CPU by construction):
  *	if (lock != 0) fail; if (remote != 0) fail; commit: lock = 1;
- *	then the acquire fence A. The lock returns the index the section
- *	committed on.
+ *	then the acquire fence A.
  * Compare-and-swap path (C), any thread, any shard:
  *	uatomic_inc(&remote); barrier M1;
  *	fence: RSEQ fence on the shard's CPU (urcu_rseq_fence() for mm_cid
@@ -50,7 +49,6 @@
  *	loop: uatomic_cmpxchg(&lock, 0, 2) (full barrier) with back-off.
  * Unlock (U), the holder: v = lock; release fence R; lock = 0 (plain
  *	store); if (v == 2) { barrier M2; uatomic_dec(&remote); }
- *	(inline when v == 1, urcu_percpu_unlock_slow() otherwise).
  * A thread on the shard's CPU whose F fails on remote != 0 waits a little
  * (remote requests have priority), then takes C itself. Threads without
  * rseq always take C, on the shard of the CPU they run on. Without the RSEQ
@@ -66,11 +64,9 @@
  * never cleared by a holder that did not make it, whichever CPU the holder
  * migrated to. The only danger is F's read-then-store losing a race:
  *
- * - F against F: both on the shard's CPU (the section reads the CPU
- *   number, or the concurrency id, which no two running threads share,
- *   after it is armed, and a migration or preemption after that read
- *   aborts it: it commits only on the shard of the index it read); one
- *   CPU runs one section at a time and preemption aborts a section, so
+ * - F against F: both on the shard's CPU (the section compares the CPU
+ *   number, or the concurrency id, which no two running threads share);
+ *   one CPU runs one section at a time and preemption aborts a section, so
  *   two sections never interleave.
  * - F against C (thread T on C, section S of F): T's unit of @remote is
  *   counted from its increment until its unlock (U gives it back after
@@ -136,29 +132,15 @@ extern "C" {
 /* Internal layout, visible only for the inline fast paths below. */
 struct urcu_percpu_lock_shard {
 	intptr_t lock;		/* 0 free, 1 held (fast path), 2 held (CAS) */
-	intptr_t remote;	/* threads on the compare-and-swap path */
+	intptr_t remote;	/* threads on the compare-and-swap path;
+				   always 1 when the lock has no fast path */
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 #define _URCU_PERCPU_LOCK_FREE	0
 #define _URCU_PERCPU_LOCK_LOCAL	1
 #define _URCU_PERCPU_LOCK_CAS	2
 
-/* log2 of sizeof(struct urcu_percpu_lock_shard): the fast path shifts. */
-#define _URCU_PERCPU_LOCK_SHARD_SHIFT					\
-	(CAA_CACHE_LINE_SIZE == 32 ? 5 : CAA_CACHE_LINE_SIZE == 64 ? 6 :	\
-	 CAA_CACHE_LINE_SIZE == 128 ? 7 : CAA_CACHE_LINE_SIZE == 256 ? 8 : -1)
-
-_URCU_RSEQ_STATIC_ASSERT(sizeof(struct urcu_percpu_lock_shard)
-		== (size_t) 1 << _URCU_PERCPU_LOCK_SHARD_SHIFT, "shard shift");
-
 struct urcu_percpu_lock {
-	/*
-	 * The shards when the fast path runs on CPU numbers (fast_cpu) or
-	 * on concurrency ids (fast_cid), else NULL: the fast path's whole
-	 * dispatch is one load and a test. Written once at create.
-	 */
-	struct urcu_percpu_lock_shard *fast_cpu;
-	struct urcu_percpu_lock_shard *fast_cid;
 	struct urcu_percpu_lock_shard *shards;
 	int nr_shards;
 	int mode;		/* URCU_RSEQ_INDEX_CPU or _MM_CID */
@@ -188,37 +170,28 @@ URCU_RSEQ_API void urcu_percpu_unlock_all(struct urcu_percpu_lock *l);
 
 /* Slow paths of the inline functions. */
 URCU_RSEQ_API int urcu_percpu_lock_slow(struct urcu_percpu_lock *l);
-URCU_RSEQ_API void urcu_percpu_unlock_slow(struct urcu_percpu_lock *l, int cpu);
 URCU_RSEQ_API void urcu_percpu_lock_bad_shard(struct urcu_percpu_lock *l,
 		int cpu, const char *fn);
-
-/* One attempt at the fast path on @base's shards; see the header comment. */
-#define _URCU_PERCPU_LOCK_TRY(mode, base, idxp)				\
-	urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, base,			\
-		_URCU_PERCPU_LOCK_SHARD_SHIFT,				\
-		(long) offsetof(struct urcu_percpu_lock_shard, remote),	\
-		_URCU_PERCPU_LOCK_FREE, 0, _URCU_PERCPU_LOCK_LOCAL, idxp)
 
 /* Locks the current CPU's shard; returns its index. */
 static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 {
-	struct urcu_percpu_lock_shard *base;
 	int idx;
 
-	base = l->fast_cpu;
-	if (caa_likely(base)) {
-		if (caa_likely(_URCU_PERCPU_LOCK_TRY(URCU_RSEQ_INDEX_CPU, base,
-				&idx) == URCU_RSEQ_COMMITTED)) {
-			_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
-			return idx;
-		}
-	} else {
-		base = l->fast_cid;
-		if (base && _URCU_PERCPU_LOCK_TRY(URCU_RSEQ_INDEX_MM_CID, base,
-				&idx) == URCU_RSEQ_COMMITTED) {
-			_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
-			return idx;
-		}
+	/*
+	 * The section reads the CPU (or mm_cid) itself and finds the shard
+	 * from it: no separate index load and check before it. Not
+	 * registered yet, aborted, held, a remote request pending, or no
+	 * fast path for this lock (@remote is then stuck at 1): the slow
+	 * path sorts it out (and registers the thread).
+	 */
+	if (caa_likely(urcu_rseq_idx_cmpeqv_cmpeqv_storev(l->mode, l->shards,
+			(long) sizeof(struct urcu_percpu_lock_shard),
+			(long) offsetof(struct urcu_percpu_lock_shard, remote),
+			_URCU_PERCPU_LOCK_FREE, 0, _URCU_PERCPU_LOCK_LOCAL,
+			&idx) == URCU_RSEQ_COMMITTED)) {
+		_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
+		return idx;
 	}
 	return urcu_percpu_lock_slow(l);
 }
@@ -227,6 +200,7 @@ static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 static inline void urcu_percpu_unlock(struct urcu_percpu_lock *l, int cpu)
 {
 	struct urcu_percpu_lock_shard *s;
+	intptr_t v;
 
 	if (caa_unlikely((unsigned int) cpu >= (unsigned int) l->nr_shards)) {
 		urcu_percpu_lock_bad_shard(l, cpu, "urcu_percpu_unlock");
@@ -234,13 +208,19 @@ static inline void urcu_percpu_unlock(struct urcu_percpu_lock *l, int cpu)
 	}
 	s = &l->shards[cpu];
 	/* Ours while we hold it: nobody else writes it. */
-	if (caa_likely(CMM_LOAD_SHARED(s->lock) == _URCU_PERCPU_LOCK_LOCAL)) {
-		_urcu_percpu_lock_release_fence(); /* R: pairs with A and C's cmpxchg */
-		CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
+	v = CMM_LOAD_SHARED(s->lock);
+	if (caa_unlikely(v == _URCU_PERCPU_LOCK_FREE)) {
+		urcu_percpu_lock_bad_shard(l, cpu,
+				"urcu_percpu_unlock: shard not locked");
 		return;
 	}
-	/* Taken by compare-and-swap (or not held at all). */
-	urcu_percpu_unlock_slow(l, cpu);
+	_urcu_percpu_lock_release_fence();	/* R: pairs with A and C's cmpxchg */
+	CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
+	if (v == _URCU_PERCPU_LOCK_CAS) {
+		/* M2: the release is visible before our unit of @remote goes. */
+		cmm_smp_mb__before_uatomic_dec();
+		uatomic_dec(&s->remote);
+	}
 }
 
 #ifdef __cplusplus

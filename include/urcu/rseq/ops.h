@@ -58,16 +58,16 @@
  *	idx = current index;			(loaded inside the section)
  *	commit: *(intptr_t *)(base + idx * stride) += count;
  *
- * idx_cmpeqv_cmpeqv_storev(base, shift, off2, expect, expect2, newv, idxp):
- *					(lock word of the current index's slot)
+ * idx_cmpeqv_cmpeqv_storev(base, stride, off2, expect, expect2, newv, index):
+ *	*index = -1;				(before the section)
  *	if (this thread's rseq is not registered) return CMPFAIL;
- *	idx = current index;			(loaded inside the section)
- *	v = base + (idx << shift);
- *	if (*(intptr_t *)v != expect) return CMPFAIL;
- *	if (*(intptr_t *)(v + off2) != expect2) return CMPFAIL;
- *	commit: *(intptr_t *)v = newv;
- *	*idxp = idx;				(COMMITTED only; may be
- *						 written speculatively)
+ *	*index = current index;			(loaded inside the section)
+ *	v = (intptr_t *)(base + *index * stride);
+ *	if (*v != expect) return CMPFAIL;
+ *	if (*(intptr_t *)((char *) v + off2) != expect2) return CMPFAIL;
+ *	commit: *v = newv;
+ *	(a lock word and its flag in a per-index slot: the caller learns the
+ *	slot it took from *index, and *index < 0 after CMPFAIL means "no rseq")
  *
  * deref_addv is what lets the RSEQ fence retire a double buffer: an updater
  * swaps *ptrp, then calls urcu_rseq_fence(); a section that loaded the old
@@ -99,13 +99,6 @@
  *			return;
  *	} while (r == URCU_RSEQ_ABORTED || urcu_rseq_index(mode) >= 0);
  *	uatomic_add(&fallback_slot, 1);
- *
- * idx_cmpeqv_cmpeqv_storev is the same kind of operation: a per-index
- * slot (1 << shift bytes each, from base) whose first word is set from
- * expect to newv only while a second word at off2 equals expect2 (a lock
- * word and its "remote request" word); *idxp names the slot it committed
- * on. CMPFAIL covers both "no rseq registered" and a failed comparison:
- * the caller's slow path tells them apart.
  *
  * A thread that cannot use rseq (urcu_rseq_index() < 0) must never write with
  * plain stores to what other threads update with critical sections; each
@@ -145,20 +138,6 @@ URCU_RSEQ_API extern int urcu_rseq_fi_loops;
 #define URCU_RSEQ_FI_ENABLED 1
 #else
 #define URCU_RSEQ_FI_ENABLED 0
-#endif
-
-/*
- * asm goto with output operands (GCC >= 11, clang >= 11): lets
- * idx_cmpeqv_cmpeqv_storev hand its index back in a register.
- */
-#ifdef _URCU_RSEQ_ASM_GOTO_OUTPUT
-/* Set by the includer (the tests force the other form with 0). */
-#elif defined(__clang__)
-#define _URCU_RSEQ_ASM_GOTO_OUTPUT (__clang_major__ >= 11)
-#elif defined(__GNUC__)
-#define _URCU_RSEQ_ASM_GOTO_OUTPUT (__GNUC__ >= 11)
-#else
-#define _URCU_RSEQ_ASM_GOTO_OUTPUT 0
 #endif
 
 #ifdef __cplusplus
@@ -249,11 +228,12 @@ static inline int urcu_rseq_idx_addv(int mode, void *base, long stride,
 }
 
 static inline int urcu_rseq_idx_cmpeqv_cmpeqv_storev(int mode, void *base,
-		int shift, long off2, intptr_t expect, intptr_t expect2,
-		intptr_t newv, int *idxp)
+		long stride, long off2, intptr_t expect, intptr_t expect2,
+		intptr_t newv, int *index)
 {
+	*index = -1;
 	return _URCU_RSEQ_DISPATCH(idx_cmpeqv_cmpeqv_storev, mode, base,
-			shift, off2, expect, expect2, newv, idxp);
+			stride, off2, expect, expect2, newv, index);
 }
 
 static inline int urcu_rseq_deref_addv(int mode, void *const *ptrp, long off,

@@ -59,39 +59,12 @@
 #endif
 
 /*
- * idx_cmpeqv_cmpeqv_storev loads the index inside the section into x17.
- * Where the compiler takes outputs from asm goto it also hands the index
- * back in a register (valid on the commit path only, the only path that
- * uses it); elsewhere the section stores it to *idxp before the commit
- * (speculative: the caller's own variable).
+ * The index of the idx_ operations, once cpu_id (in x17) has shown the
+ * area registered: in CPU mode that load is the index already.
  */
-#if _URCU_RSEQ_ASM_GOTO_OUTPUT
-#define _URCU_RSEQ_IDX_DECL	long _idx;
-#define _URCU_RSEQ_IDX_LOAD(field)					\
-	"ldrsw %[i], [%[rs], #" _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t" \
-	"tbnz %[i], #63, %l[cmpfail]\n\t"				\
-	".if " _URCU_RSEQ_STR(field) " != "				\
-		_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "\n\t"		\
-	"ldr %w[i], [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"		\
-	".endif\n\t"							\
-	"mov x17, %[i]\n\t"
-#define _URCU_RSEQ_IDX_OUT	[i] "=&r" (_idx)
-#define _URCU_RSEQ_IDX_IN
-#define _URCU_RSEQ_IDX_SET	*idxp = (int) _idx;
-#else
-#define _URCU_RSEQ_IDX_DECL
-#define _URCU_RSEQ_IDX_LOAD(field)					\
-	"ldrsw x17, [%[rs], #" _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t" \
-	"tbnz x17, #63, %l[cmpfail]\n\t"				\
-	".if " _URCU_RSEQ_STR(field) " != "				\
-		_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "\n\t"		\
-	"ldr w17, [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"		\
-	".endif\n\t"							\
-	"str w17, %[idxp]\n\t"
-#define _URCU_RSEQ_IDX_OUT
-#define _URCU_RSEQ_IDX_IN	, [idxp] "Q" (*idxp)
-#define _URCU_RSEQ_IDX_SET
-#endif
+#define _URCU_RSEQ_IDX_LOAD_cpu
+#define _URCU_RSEQ_IDX_LOAD_mm_cid					\
+	"ldr w17, [%[rs], #" _URCU_RSEQ_STR(URCU_RSEQ_OFF_MM_CID) "]\n\t"
 
 #define _URCU_RSEQ_DEFINE_OPS(suffix, field)				\
 static inline int _urcu_rseq_cmpeqv_storev_##suffix(			\
@@ -257,7 +230,7 @@ static inline int _urcu_rseq_idx_addv_##suffix(				\
 		"ldrsw x17, [%[rs], #"					\
 			_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t"	\
 		"tbnz x17, #63, %l[cmpfail]\n\t"			\
-		"ldr w17, [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"	\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
 		"madd x17, x17, %[stride], %[base]\n\t"		\
 		"ldr x16, [x17]\n\t"					\
 		"add x16, x16, %[count]\n\t"				\
@@ -278,17 +251,18 @@ cmpfail:								\
 }									\
 									\
 static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
-		struct urcu_rseq_abi *rs, void *base, int shift,	\
+		struct urcu_rseq_abi *rs, void *base, long stride,	\
 		long off2, intptr_t expect, intptr_t expect2,		\
-		intptr_t newv, int *idxp)				\
+		intptr_t newv, int *index)				\
 {									\
-	_URCU_RSEQ_IDX_DECL						\
-									\
 	__asm__ __volatile__ goto (					\
 		_URCU_RSEQ_CS_START					\
-		_URCU_RSEQ_IDX_LOAD(field)				\
-		"lsl x17, x17, %[shift]\n\t"				\
-		"add x17, x17, %[base]\n\t"				\
+		"ldrsw x17, [%[rs], #"					\
+			_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t"	\
+		"tbnz x17, #63, %l[cmpfail]\n\t"			\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
+		"str w17, %[index]\n\t"				\
+		"madd x17, x17, %[stride], %[base]\n\t"		\
 		"ldr x16, [x17]\n\t"					\
 		"cmp x16, %[expect]\n\t"				\
 		"b.ne %l[cmpfail]\n\t"					\
@@ -298,15 +272,14 @@ static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
 		_URCU_RSEQ_INJECT					\
 		"str %[newv], [x17]\n\t"				\
 		_URCU_RSEQ_CS_END					\
-		: _URCU_RSEQ_IDX_OUT					\
+		: /* no outputs */					\
 		: [rs] "r" (rs), [base] "r" (base),			\
-		  [shift] "r" ((long) shift),				\
-		  [off2] "r" (off2), [expect] "r" (expect),		\
-		  [expect2] "r" (expect2), [newv] "r" (newv)		\
-		  _URCU_RSEQ_IDX_IN _URCU_RSEQ_FI_IN			\
+		  [stride] "r" (stride), [off2] "r" (off2),		\
+		  [expect] "r" (expect), [expect2] "r" (expect2),	\
+		  [newv] "r" (newv), [index] "Q" (*index)		\
+		  _URCU_RSEQ_FI_IN					\
 		: "memory", "cc", "x16", "x17" _URCU_RSEQ_FI_CLOBBER	\
 		: abort, cmpfail);					\
-	_URCU_RSEQ_IDX_SET						\
 	return URCU_RSEQ_COMMITTED;					\
 abort:									\
 	return URCU_RSEQ_ABORTED;					\

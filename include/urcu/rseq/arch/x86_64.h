@@ -7,8 +7,7 @@
  *   3: descriptor in __rseq_cs: start 1f, length 2f - 1f, abort 4f
  *   store &3b in rseq_cs, then (_URCU_RSEQ_CS_START ends here)
  *   1: compare the index field of the area with the caller's index
- *      (or, in idx_addv and idx_cmpeqv_cmpeqv_storev, load the index
- *      itself)
+ *      (or, in idx_addv, load the index itself)
  *      ...loads, comparisons, speculative stores...
  *      commit store
  *   2: (post-commit)
@@ -54,67 +53,62 @@
 	"jmp %l[abort]\n\t"						\
 	".popsection\n\t"
 
-/*
- * The injected delay counts down in ecx; idx_cmpeqv_cmpeqv_storev may need
- * cl for its shift count, so it counts in edx instead.
- */
 #if URCU_RSEQ_FI_ENABLED
-#define _URCU_RSEQ_INJECT_IN(r)						\
-	"movl %[fi], %%" r "\n\t"					\
-	"5: testl %%" r ", %%" r "\n\t"					\
+#define _URCU_RSEQ_INJECT						\
+	"movl %[fi], %%ecx\n\t"						\
+	"5: testl %%ecx, %%ecx\n\t"					\
 	"jz 6f\n\t"							\
 	"pause\n\t"							\
-	"decl %%" r "\n\t"						\
+	"decl %%ecx\n\t"						\
 	"jmp 5b\n\t"							\
 	"6:\n\t"
-#define _URCU_RSEQ_INJECT	_URCU_RSEQ_INJECT_IN("ecx")
 #define _URCU_RSEQ_FI_IN , [fi] "m" (urcu_rseq_fi_loops)
 #define _URCU_RSEQ_FI_CLOBBER , "rcx"
-#define _URCU_RSEQ_FI_CLOBBER_RDX , "rdx"
 #else
-#define _URCU_RSEQ_INJECT_IN(r)
 #define _URCU_RSEQ_INJECT
 #define _URCU_RSEQ_FI_IN
 #define _URCU_RSEQ_FI_CLOBBER
-#define _URCU_RSEQ_FI_CLOBBER_RDX
 #endif
 
 /*
- * idx_cmpeqv_cmpeqv_storev loads the index inside the section and leaves
- * it, shifted, in rax. Where the compiler takes outputs from asm goto it
- * hands the index back in a register (valid on the commit path only, the
- * only path that uses it); elsewhere the section stores it to *idxp before
- * the commit (speculative: the caller's own variable).
+ * The index of the idx_ operations, once cpu_id (in %rax) has shown the
+ * area registered: in CPU mode that load is the index already.
  */
-#if _URCU_RSEQ_ASM_GOTO_OUTPUT
-#define _URCU_RSEQ_IDX_DECL	long _idx;
-#define _URCU_RSEQ_IDX_LOAD(field)					\
-	"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "(%[rs]), %[i]\n\t" \
-	"testq %[i], %[i]\n\t"						\
-	"js %l[cmpfail]\n\t"						\
-	".if " _URCU_RSEQ_STR(field) " != "				\
-		_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "\n\t"		\
-	"movl " _URCU_RSEQ_STR(field) "(%[rs]), %k[i]\n\t"		\
-	".endif\n\t"							\
-	"movq %[i], %%rax\n\t"
-#define _URCU_RSEQ_IDX_OUT	[i] "=&r" (_idx)
-#define _URCU_RSEQ_IDX_IN
-#define _URCU_RSEQ_IDX_SET	*idxp = (int) _idx;
-#else
-#define _URCU_RSEQ_IDX_DECL
-#define _URCU_RSEQ_IDX_LOAD(field)					\
-	"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "(%[rs]), %%rax\n\t" \
-	"testq %%rax, %%rax\n\t"					\
-	"js %l[cmpfail]\n\t"						\
-	".if " _URCU_RSEQ_STR(field) " != "				\
-		_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "\n\t"		\
-	"movl " _URCU_RSEQ_STR(field) "(%[rs]), %%eax\n\t"		\
-	".endif\n\t"							\
-	"movl %%eax, %[idxp]\n\t"
-#define _URCU_RSEQ_IDX_OUT
-#define _URCU_RSEQ_IDX_IN	, [idxp] "m" (*idxp)
-#define _URCU_RSEQ_IDX_SET
-#endif
+#define _URCU_RSEQ_IDX_LOAD_cpu
+#define _URCU_RSEQ_IDX_LOAD_mm_cid					\
+	"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_MM_CID) "(%[rs]), %%rax\n\t"
+
+/*
+ * idx_addv's section, with @scale_insn turning the index in %rax into a
+ * byte offset. A stride that is a power of two known at compile time is a
+ * shift (one cycle, against three for imul on the path to the add);
+ * _URCU_RSEQ_LOG2 is a constant expression even where the optimizer does
+ * not run, so the "i" operand compiles at -O0 too (the branch is then
+ * never taken).
+ */
+#define _URCU_RSEQ_POW2(x)						\
+	(__builtin_constant_p(x) && (x) > 0 && ((x) & ((x) - 1)) == 0)
+#define _URCU_RSEQ_LOG2(x)						\
+	(__builtin_constant_p(x) && (x) > 0 ? __builtin_ctzl(x) : 0)
+
+#define _URCU_RSEQ_IDX_ADDV(suffix, scale_insn, scale_op)		\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_START					\
+		"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID)		\
+			"(%[rs]), %%rax\n\t"				\
+		"testq %%rax, %%rax\n\t"				\
+		"js %l[cmpfail]\n\t"					\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
+		scale_insn						\
+		_URCU_RSEQ_INJECT					\
+		"addq %[count], (%[base], %%rax)\n\t"			\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [base] "r" (base), scale_op,		\
+		  [count] "er" (count)					\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail)
 
 #define _URCU_RSEQ_DEFINE_OPS(suffix, field)				\
 static inline int _urcu_rseq_cmpeqv_storev_##suffix(			\
@@ -268,23 +262,12 @@ static inline int _urcu_rseq_idx_addv_##suffix(				\
 		struct urcu_rseq_abi *rs, void *base, long stride,	\
 		intptr_t count)						\
 {									\
-	__asm__ __volatile__ goto (					\
-		_URCU_RSEQ_CS_START					\
-		"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID)		\
-			"(%[rs]), %%rax\n\t"				\
-		"testq %%rax, %%rax\n\t"				\
-		"js %l[cmpfail]\n\t"					\
-		"movslq " _URCU_RSEQ_STR(field) "(%[rs]), %%rax\n\t"	\
-		"imulq %[stride], %%rax\n\t"				\
-		_URCU_RSEQ_INJECT					\
-		"addq %[count], (%[base], %%rax)\n\t"			\
-		_URCU_RSEQ_CS_END					\
-		: /* no outputs */					\
-		: [rs] "r" (rs), [base] "r" (base),			\
-		  [stride] "er" (stride), [count] "er" (count)		\
-		  _URCU_RSEQ_FI_IN					\
-		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
-		: abort, cmpfail);					\
+	if (_URCU_RSEQ_POW2(stride))					\
+		_URCU_RSEQ_IDX_ADDV(suffix, "shlq %[scale], %%rax\n\t",	\
+			[scale] "i" (_URCU_RSEQ_LOG2(stride)));		\
+	else								\
+		_URCU_RSEQ_IDX_ADDV(suffix, "imulq %[scale], %%rax\n\t",	\
+			[scale] "er" (stride));				\
 	return URCU_RSEQ_COMMITTED;					\
 abort:									\
 	return URCU_RSEQ_ABORTED;					\
@@ -293,32 +276,35 @@ cmpfail:								\
 }									\
 									\
 static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
-		struct urcu_rseq_abi *rs, void *base, int shift,	\
+		struct urcu_rseq_abi *rs, void *base, long stride,	\
 		long off2, intptr_t expect, intptr_t expect2,		\
-		intptr_t newv, int *idxp)				\
+		intptr_t newv, int *index)				\
 {									\
-	_URCU_RSEQ_IDX_DECL						\
-									\
 	__asm__ __volatile__ goto (					\
 		_URCU_RSEQ_CS_START					\
-		_URCU_RSEQ_IDX_LOAD(field)				\
-		"shlq %b[shift], %%rax\n\t"				\
+		"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID)		\
+			"(%[rs]), %%rax\n\t"				\
+		"testq %%rax, %%rax\n\t"				\
+		"js %l[cmpfail]\n\t"					\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
+		"movl %%eax, %[index]\n\t"				\
+		"imulq %[stride], %%rax\n\t"				\
 		"addq %[base], %%rax\n\t"				\
 		"cmpq %[expect], (%%rax)\n\t"				\
 		"jnz %l[cmpfail]\n\t"					\
 		"cmpq %[expect2], (%%rax, %[off2])\n\t"		\
 		"jnz %l[cmpfail]\n\t"					\
-		_URCU_RSEQ_INJECT_IN("edx")				\
+		_URCU_RSEQ_INJECT					\
 		"movq %[newv], (%%rax)\n\t"				\
 		_URCU_RSEQ_CS_END					\
-		: _URCU_RSEQ_IDX_OUT					\
-		: [rs] "r" (rs), [base] "r" (base), [shift] "Jc" (shift), \
-		  [off2] "r" (off2), [expect] "er" (expect),		\
-		  [expect2] "er" (expect2), [newv] "r" (newv)		\
-		  _URCU_RSEQ_IDX_IN _URCU_RSEQ_FI_IN			\
-		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER_RDX	\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [base] "r" (base),			\
+		  [stride] "er" (stride), [off2] "r" (off2),		\
+		  [expect] "er" (expect), [expect2] "er" (expect2),	\
+		  [newv] "er" (newv), [index] "m" (*index)		\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
 		: abort, cmpfail);					\
-	_URCU_RSEQ_IDX_SET						\
 	return URCU_RSEQ_COMMITTED;					\
 abort:									\
 	return URCU_RSEQ_ABORTED;					\
