@@ -82,6 +82,33 @@ void urcu_percpu_lock_bad_shard(struct urcu_percpu_lock *l, int cpu,
 	errno = EINVAL;
 }
 
+/* The inline unlock found the shard not taken by the fast path. */
+void urcu_percpu_unlock_slow(struct urcu_percpu_lock *l, int cpu)
+{
+	struct urcu_percpu_lock_shard *s;
+	intptr_t v;
+
+	if (!l || cpu < 0 || cpu >= l->nr_shards) {
+		urcu_percpu_lock_bad_shard(l, cpu, "urcu_percpu_unlock");
+		return;
+	}
+	s = &l->shards[cpu];
+	/* Ours while we hold it: nobody else writes it. */
+	v = CMM_LOAD_SHARED(s->lock);
+	if (caa_unlikely(v == _URCU_PERCPU_LOCK_FREE)) {
+		urcu_percpu_lock_bad_shard(l, cpu,
+				"urcu_percpu_unlock: shard not locked");
+		return;
+	}
+	_urcu_percpu_lock_release_fence();	/* R: pairs with A and C's cmpxchg */
+	CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
+	if (v == _URCU_PERCPU_LOCK_CAS) {
+		/* M2: the release is visible before our unit of @remote goes. */
+		cmm_smp_mb__before_uatomic_dec();
+		uatomic_dec(&s->remote);
+	}
+}
+
 static bool valid_shard(struct urcu_percpu_lock *l, int cpu)
 {
 	return l && cpu >= 0 && cpu < l->nr_shards;
