@@ -37,6 +37,8 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 	l->flags = flags;
 	l->mode = urcu_rseq_index_mode((flags & URCU_PERCPU_MM_CID) ?
 			URCU_RSEQ_INDEX_MM_CID : URCU_RSEQ_INDEX_CPU);
+	if (l->mode == URCU_RSEQ_INDEX_CPU)
+		l->cpu_shards = l->shards;
 	/*
 	 * The fast path is correct only against remote lockers that can fence
 	 * it out; without the fence every locker takes compare-and-swap.

@@ -142,6 +142,12 @@ struct urcu_percpu_lock_shard {
 #define _URCU_PERCPU_LOCK_CAS	2
 
 struct urcu_percpu_lock {
+	/*
+	 * @shards when the lock is indexed by CPU number, NULL when by
+	 * mm_cid: the inline lock chooses its section with this one load
+	 * instead of loading @mode and then @shards. Written once at create.
+	 */
+	struct urcu_percpu_lock_shard *cpu_shards;
 	struct urcu_percpu_lock_shard *shards;
 	int nr_shards;
 	int mode;		/* URCU_RSEQ_INDEX_CPU or _MM_CID */
@@ -175,6 +181,13 @@ URCU_RSEQ_API void urcu_percpu_unlock_slow(struct urcu_percpu_lock *l, int cpu);
 URCU_RSEQ_API void urcu_percpu_lock_bad_shard(struct urcu_percpu_lock *l,
 		int cpu, const char *fn);
 
+/* One fast-path section on @base's shards (F in the header comment). */
+#define _URCU_PERCPU_LOCK_TRY(mode, base, idxp)				\
+	urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, base,			\
+		(long) sizeof(struct urcu_percpu_lock_shard),		\
+		(long) offsetof(struct urcu_percpu_lock_shard, remote),	\
+		_URCU_PERCPU_LOCK_FREE, 0, _URCU_PERCPU_LOCK_LOCAL, idxp)
+
 /* Locks the current CPU's shard; returns its index. */
 static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 {
@@ -187,11 +200,15 @@ static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 	 * fast path for this lock (@remote is then stuck at 1): the slow
 	 * path sorts it out (and registers the thread).
 	 */
-	if (caa_likely(urcu_rseq_idx_cmpeqv_cmpeqv_storev(l->mode, l->shards,
-			(long) sizeof(struct urcu_percpu_lock_shard),
-			(long) offsetof(struct urcu_percpu_lock_shard, remote),
-			_URCU_PERCPU_LOCK_FREE, 0, _URCU_PERCPU_LOCK_LOCAL,
-			&idx) == URCU_RSEQ_COMMITTED)) {
+	struct urcu_percpu_lock_shard *base = l->cpu_shards;
+	int r;
+
+	if (caa_likely(base))
+		r = _URCU_PERCPU_LOCK_TRY(URCU_RSEQ_INDEX_CPU, base, &idx);
+	else
+		r = _URCU_PERCPU_LOCK_TRY(URCU_RSEQ_INDEX_MM_CID, l->shards,
+				&idx);
+	if (caa_likely(r == URCU_RSEQ_COMMITTED)) {
 		_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
 		return idx;
 	}
