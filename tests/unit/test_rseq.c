@@ -277,10 +277,20 @@ static void ops_lock_once(struct ops_stress *s, unsigned long *aborts,
 				(long) sizeof(intptr_t), 0, 0, 1, &idx);
 		if (r == URCU_RSEQ_COMMITTED)
 			break;
-		if (r == URCU_RSEQ_ABORTED)
+		if (r == URCU_RSEQ_ABORTED) {
 			(*aborts)++;
-		else
+		} else if (idx < 0) {
+			/*
+			 * Not registered yet (glibc left rseq to us, or a
+			 * fallback): register as the lock's slow path does.
+			 */
+			if (urcu_rseq_index(s->mode) < 0) {
+				uatomic_inc(&s->idx_fail);
+				return;
+			}
+		} else {
 			sched_yield();	/* held by a preempted thread */
+		}
 	}
 	cmm_smp_mb();	/* acquire: pairs with the release before unlock */
 	if (idx < 0 || idx >= nr_cpus) {
