@@ -254,16 +254,73 @@ struct ops_stress {
 	unsigned long aborts;
 	unsigned long adds;
 	unsigned long idx_fail;		/* idx_addv said "no rseq" */
+	intptr_t *locks;		/* { lock, remote, count, inside } per slot */
+	unsigned long locked;		/* lock sections committed */
+	unsigned long overlaps;		/* a holder found another inside */
+	unsigned long bad_idx;		/* committed, yet its slot not locked */
 };
+
+/*
+ * A per-index lock taken with idx_cmpeqv_cmpeqv_storev and released with a
+ * plain store by the holder (from whatever CPU it migrated to): a second
+ * holder of one slot would see "inside" set or lose a count.
+ */
+static void ops_lock_once(struct ops_stress *s, unsigned long *aborts,
+		unsigned long *locked)
+{
+	intptr_t *slot;
+	int idx = -1, r;
+
+	for (;;) {
+		r = urcu_rseq_idx_cmpeqv_cmpeqv_storev(s->mode, s->locks,
+				(long) (SLOT_STRIDE * sizeof(intptr_t)),
+				(long) sizeof(intptr_t), 0, 0, 1, &idx);
+		if (r == URCU_RSEQ_COMMITTED)
+			break;
+		if (r == URCU_RSEQ_ABORTED) {
+			(*aborts)++;
+		} else if (idx < 0) {
+			/*
+			 * Not registered yet (glibc left rseq to us, or a
+			 * fallback): register as the lock's slow path does.
+			 */
+			if (urcu_rseq_index(s->mode) < 0) {
+				uatomic_inc(&s->idx_fail);
+				return;
+			}
+		} else {
+			sched_yield();	/* held by a preempted thread */
+		}
+	}
+	cmm_smp_mb();	/* acquire: pairs with the release before unlock */
+	if (idx < 0 || idx >= nr_cpus) {
+		uatomic_inc(&s->bad_idx);
+		return;
+	}
+	slot = &s->locks[idx * SLOT_STRIDE];
+	if (CMM_LOAD_SHARED(slot[0]) != 1)
+		uatomic_inc(&s->bad_idx);
+	if (CMM_LOAD_SHARED(slot[3]))
+		uatomic_inc(&s->overlaps);
+	CMM_STORE_SHARED(slot[3], 1);
+	slot[2]++;
+	caa_cpu_relax();
+	CMM_STORE_SHARED(slot[3], 0);
+	(*locked)++;
+	cmm_smp_mb();	/* release: pairs with the acquire above */
+	CMM_STORE_SHARED(slot[0], 0);
+}
 
 static void ops_stress_worker(struct stress_thread *t)
 {
 	struct ops_stress *s = t->arg;
-	unsigned long adds = 0, aborts = 0;
+	unsigned long adds = 0, aborts = 0, locked = 0;
 	int idx, r;
 
 	while (!stress_should_stop(t)) {
 		intptr_t node;
+
+		ops_lock_once(s, &aborts, &locked);
 
 		/* Add. */
 		for (;;) {
@@ -304,6 +361,7 @@ static void ops_stress_worker(struct stress_thread *t)
 	}
 	uatomic_add(&s->adds, adds);
 	uatomic_add(&s->aborts, aborts);
+	uatomic_add(&s->locked, locked);
 }
 
 static void test_ops_stress(int mode, const char *name)
@@ -317,6 +375,7 @@ static void test_ops_stress(int mode, const char *name)
 
 	s.slots = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
 	s.heads = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
+	s.locks = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
 	for (i = 0; i < NR_NODES; i++) {
 		cpu = i % nr_cpus;
 		nodes[i].id = i;
@@ -345,6 +404,15 @@ static void test_ops_stress(int mode, const char *name)
 	ok(sum == (intptr_t) s.adds && s.idx_fail == 0,
 		"%s: idx_addv adds sum exactly under signals and migrations",
 		name);
+	for (cpu = 0, sum = 0, i = 0; cpu < nr_cpus; cpu++) {
+		sum += s.locks[cpu * SLOT_STRIDE + 2];
+		i += s.locks[cpu * SLOT_STRIDE] != 0;
+	}
+	ok(sum == (intptr_t) s.locked && s.locked > 0 && s.overlaps == 0
+		&& s.bad_idx == 0 && i == 0,
+		"%s: idx_cmpeqv_cmpeqv_storev locks exclude under signals and "
+		"migrations (%lu locks, %lu overlaps, %lu wrong indexes)",
+		name, s.locked, s.overlaps, s.bad_idx);
 	ok(count == NR_NODES && dup == 0,
 		"%s: per-CPU lists keep every node once (%d)", name, count);
 	if (rep.signals > 1000)
@@ -353,6 +421,7 @@ static void test_ops_stress(int mode, const char *name)
 		skip(1, "too few signals delivered to expect aborts");
 	free(s.slots);
 	free(s.heads);
+	free(s.locks);
 	free(nodes);
 	free(seen);
 }

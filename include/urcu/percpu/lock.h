@@ -49,6 +49,7 @@
  *	loop: uatomic_cmpxchg(&lock, 0, 2) (full barrier) with back-off.
  * Unlock (U), the holder: v = lock; release fence R; lock = 0 (plain
  *	store); if (v == 2) { barrier M2; uatomic_dec(&remote); }
+ *	(inline when v == 1, urcu_percpu_unlock_slow() otherwise).
  * A thread on the shard's CPU whose F fails on remote != 0 waits a little
  * (remote requests have priority), then takes C itself. Threads without
  * rseq always take C, on the shard of the CPU they run on. Without the RSEQ
@@ -141,6 +142,12 @@ struct urcu_percpu_lock_shard {
 #define _URCU_PERCPU_LOCK_CAS	2
 
 struct urcu_percpu_lock {
+	/*
+	 * @shards when the lock is indexed by CPU number, NULL when by
+	 * mm_cid: the inline lock chooses its section with this one load
+	 * instead of loading @mode and then @shards. Written once at create.
+	 */
+	struct urcu_percpu_lock_shard *cpu_shards;
 	struct urcu_percpu_lock_shard *shards;
 	int nr_shards;
 	int mode;		/* URCU_RSEQ_INDEX_CPU or _MM_CID */
@@ -170,8 +177,16 @@ URCU_RSEQ_API void urcu_percpu_unlock_all(struct urcu_percpu_lock *l);
 
 /* Slow paths of the inline functions. */
 URCU_RSEQ_API int urcu_percpu_lock_slow(struct urcu_percpu_lock *l);
+URCU_RSEQ_API void urcu_percpu_unlock_slow(struct urcu_percpu_lock *l, int cpu);
 URCU_RSEQ_API void urcu_percpu_lock_bad_shard(struct urcu_percpu_lock *l,
 		int cpu, const char *fn);
+
+/* One fast-path section on @base's shards (F in the header comment). */
+#define _URCU_PERCPU_LOCK_TRY(mode, base, idxp)				\
+	urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, base,			\
+		(long) sizeof(struct urcu_percpu_lock_shard),		\
+		(long) offsetof(struct urcu_percpu_lock_shard, remote),	\
+		_URCU_PERCPU_LOCK_FREE, 0, _URCU_PERCPU_LOCK_LOCAL, idxp)
 
 /* Locks the current CPU's shard; returns its index. */
 static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
@@ -185,11 +200,15 @@ static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 	 * fast path for this lock (@remote is then stuck at 1): the slow
 	 * path sorts it out (and registers the thread).
 	 */
-	if (caa_likely(urcu_rseq_idx_cmpeqv_cmpeqv_storev(l->mode, l->shards,
-			(long) sizeof(struct urcu_percpu_lock_shard),
-			(long) offsetof(struct urcu_percpu_lock_shard, remote),
-			_URCU_PERCPU_LOCK_FREE, 0, _URCU_PERCPU_LOCK_LOCAL,
-			&idx) == URCU_RSEQ_COMMITTED)) {
+	struct urcu_percpu_lock_shard *base = l->cpu_shards;
+	int r;
+
+	if (caa_likely(base))
+		r = _URCU_PERCPU_LOCK_TRY(URCU_RSEQ_INDEX_CPU, base, &idx);
+	else
+		r = _URCU_PERCPU_LOCK_TRY(URCU_RSEQ_INDEX_MM_CID, l->shards,
+				&idx);
+	if (caa_likely(r == URCU_RSEQ_COMMITTED)) {
 		_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
 		return idx;
 	}
@@ -200,27 +219,23 @@ static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 static inline void urcu_percpu_unlock(struct urcu_percpu_lock *l, int cpu)
 {
 	struct urcu_percpu_lock_shard *s;
-	intptr_t v;
 
 	if (caa_unlikely((unsigned int) cpu >= (unsigned int) l->nr_shards)) {
 		urcu_percpu_lock_bad_shard(l, cpu, "urcu_percpu_unlock");
 		return;
 	}
 	s = &l->shards[cpu];
-	/* Ours while we hold it: nobody else writes it. */
-	v = CMM_LOAD_SHARED(s->lock);
-	if (caa_unlikely(v == _URCU_PERCPU_LOCK_FREE)) {
-		urcu_percpu_lock_bad_shard(l, cpu,
-				"urcu_percpu_unlock: shard not locked");
+	/*
+	 * Ours while we hold it: nobody else writes it. Taken by F (or by
+	 * compare-and-swap without the fence): no unit of @remote to give
+	 * back. Taken by C, or not held: urcu_percpu_unlock_slow().
+	 */
+	if (caa_likely(CMM_LOAD_SHARED(s->lock) == _URCU_PERCPU_LOCK_LOCAL)) {
+		_urcu_percpu_lock_release_fence(); /* R: pairs with A and C's cmpxchg */
+		CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
 		return;
 	}
-	_urcu_percpu_lock_release_fence();	/* R: pairs with A and C's cmpxchg */
-	CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
-	if (v == _URCU_PERCPU_LOCK_CAS) {
-		/* M2: the release is visible before our unit of @remote goes. */
-		cmm_smp_mb__before_uatomic_dec();
-		uatomic_dec(&s->remote);
-	}
+	urcu_percpu_unlock_slow(l, cpu);
 }
 
 #ifdef __cplusplus

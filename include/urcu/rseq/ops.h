@@ -67,7 +67,10 @@
  *	if (*(intptr_t *)((char *) v + off2) != expect2) return CMPFAIL;
  *	commit: *v = newv;
  *	(a lock word and its flag in a per-index slot: the caller learns the
- *	slot it took from *index, and *index < 0 after CMPFAIL means "no rseq")
+ *	slot it took from *index, and *index < 0 after CMPFAIL means "no rseq".
+ *	x86_64 with asm goto outputs keeps the index in a register and writes
+ *	*index after the commit, or on the compare-failure path: the caller
+ *	sees the same values.)
  *
  * deref_addv is what lets the RSEQ fence retire a double buffer: an updater
  * swaps *ptrp, then calls urcu_rseq_fence(); a section that loaded the old
@@ -138,6 +141,20 @@ URCU_RSEQ_API extern int urcu_rseq_fi_loops;
 #define URCU_RSEQ_FI_ENABLED 1
 #else
 #define URCU_RSEQ_FI_ENABLED 0
+#endif
+
+/*
+ * asm goto with output operands (GCC >= 11, clang >= 11): lets
+ * idx_cmpeqv_cmpeqv_storev hand its index back in a register on x86_64.
+ */
+#ifdef _URCU_RSEQ_ASM_GOTO_OUTPUT
+/* Set by the includer (the tests build the other form with 0). */
+#elif defined(__clang__)
+#define _URCU_RSEQ_ASM_GOTO_OUTPUT (__clang_major__ >= 11)
+#elif defined(__GNUC__)
+#define _URCU_RSEQ_ASM_GOTO_OUTPUT (__GNUC__ >= 11)
+#else
+#define _URCU_RSEQ_ASM_GOTO_OUTPUT 0
 #endif
 
 #ifdef __cplusplus
