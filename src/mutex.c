@@ -37,12 +37,6 @@
 /* Spin iterations between clock reads, and between owner checks. */
 #define CLOCK_EVERY		8
 #define OWNER_EVERY		16
-/*
- * Holds seen to end while spinning without winning the lock: past this,
- * others win the races (the lock line is closer to them) and spinning only
- * slows their hand-over by pulling the line away.
- */
-#define SPIN_MAX_LOST		4
 /* A waiter in the hand-off slot re-checks the lock word this often. */
 #define HANDOFF_POLL_NS		2000000
 
@@ -305,7 +299,7 @@ static void update_hold_average(struct urcu_mutex *m, int64_t sample)
  */
 static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra)
 {
-	unsigned int sig = mutex_signals(m), i, lost = 0;
+	unsigned int sig = mutex_signals(m), i;
 	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit;
 	int64_t start, now, seen_at;
 	int32_t s;
@@ -337,8 +331,6 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra)
 		if (CMM_LOAD_SHARED(m->seq) != seen_seq) {
 			if (seen_at != start)
 				update_hold_average(m, now - seen_at);
-			if (++lost > SPIN_MAX_LOST)
-				return false;
 			seen_seq = CMM_LOAD_SHARED(m->seq);
 			seen_at = now;
 		} else if ((sig & URCU_MUTEX_OWNER_HOLD_TIME)
