@@ -3,9 +3,26 @@
  * Adaptive mutex: waiters spin only while the owner is running.
  *
  * Lock word (m->state): owner id in the low bits (0: unlocked), STATE_SLEEPERS
- * (some thread may sleep on the word: unlock must FUTEX_WAKE) and
- * STATE_HANDOFF (a waiter that waited too long sits in m->handoff: the next
- * unlock gives it the lock instead of releasing it).
+ * (some thread may sleep on the word), STATE_AWAKE (a waiter is awake and
+ * watches the word) and STATE_HANDOFF (a waiter that waited too long sits
+ * in m->handoff: the next unlock gives it the lock instead of releasing it).
+ *
+ * Unlock wakes a sleeper only when the sleepers bit is set and the awake
+ * bit is not, and then sets the awake bit for the thread it wakes: while a
+ * waiter spins, or a woken one is on its way, an owner that keeps taking
+ * the lock back pays no system call. Why no wake-up is lost: every change
+ * of these bits is a cmpxchg of the whole word, and
+ * - a spinning waiter sets the awake bit only while the lock is held, and
+ *   re-reads the word before it sleeps: if an unlock skipped the wake-up
+ *   for it, it finds the lock free and takes it;
+ * - a waiter clears the awake bit in the cmpxchg that takes the lock when
+ *   it may be the waiter the bit stands for (it set it, or it slept), and
+ *   every waiter clears it in the cmpxchg that sets the sleepers bit before
+ *   it sleeps, or that enters the hand-off slot: so the sleepers that a
+ *   set awake bit leaves asleep all went to sleep before it was set, and
+ *   whoever set it is awake, or was woken for it;
+ * - an unlock whose wake-up found nobody asleep clears the bit it set if
+ *   the word has not changed since (a leftover bit only costs wake-ups).
  *
  * Owner ids index a registry of per-thread descriptors, allocated on a
  * thread's first lock and recycled at its exit, never freed, so a waiter
@@ -23,6 +40,7 @@
 #include "common.h"
 
 #define STATE_OWNER_MASK	0x0fffffff
+#define STATE_AWAKE		(1 << 28)
 #define STATE_HANDOFF		(1 << 29)
 #define STATE_SLEEPERS		(1 << 30)
 
@@ -34,9 +52,8 @@
 /* A hold is "too long" past max(HOLD_FLOOR_NS, HOLD_FACTOR * average). */
 #define HOLD_FLOOR_NS		4000
 #define HOLD_FACTOR		8
-/* Spin iterations between clock reads, and between owner checks. */
-#define CLOCK_EVERY		8
-#define OWNER_EVERY		16
+/* Longest gap between two polls of a spinning waiter, in pauses. */
+#define POLL_GAP_MAX		16
 /* A waiter in the hand-off slot re-checks the lock word this often. */
 #define HANDOFF_POLL_NS		2000000
 
@@ -70,6 +87,11 @@ static struct urcu_mutex_thread *free_list;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static __thread struct urcu_mutex_thread *self;
+/*
+ * The fast paths read the id from here, not from the descriptor, whose
+ * line waiters write (peekers) while they watch the owner.
+ */
+static __thread uint32_t self_id;
 
 static bool kernel_backend;
 
@@ -107,6 +129,7 @@ static void thread_exit(void *arg)
 	free_list = d;
 	pthread_mutex_unlock(&registry_lock);
 	self = NULL;
+	self_id = 0;
 }
 
 static struct urcu_mutex_thread *alloc_desc(void)
@@ -157,6 +180,7 @@ static struct urcu_mutex_thread *self_slow(void)
 	CMM_STORE_SHARED(d->rseq, urcu_rseq_available() ? urcu_rseq_area() : NULL);
 	(void) pthread_setspecific(exit_key, d);
 	self = d;
+	self_id = d->id;
 	return d;
 }
 
@@ -165,6 +189,13 @@ static inline struct urcu_mutex_thread *get_self(void)
 	struct urcu_mutex_thread *d = self;
 
 	return caa_likely(d) ? d : self_slow();
+}
+
+static inline uint32_t get_self_id(void)
+{
+	uint32_t id = self_id;
+
+	return caa_likely(id) ? id : self_slow()->id;
 }
 
 /* ---- Owner-running backends ---------------------------------------------- */
@@ -270,13 +301,19 @@ static inline void note_acquired(struct urcu_mutex *m)
 	CMM_STORE_SHARED(m->seq, m->seq + 1);
 }
 
-/* Try to take an unlocked word @s, adding @extra bits. */
+/*
+ * Try to take an unlocked word @s, adding @extra bits. A waiter that may be
+ * the one STATE_AWAKE stands for (@awake) clears it: once it owns the lock
+ * it no longer watches the word, so its unlock must wake a sleeper.
+ */
 static inline bool try_take(struct urcu_mutex *m, int32_t s, uint32_t id,
-		int32_t extra)
+		int32_t extra, bool awake)
 {
+	int32_t keep = awake ? STATE_SLEEPERS : STATE_SLEEPERS | STATE_AWAKE;
+
 	/* Full barrier on success: the acquire that pairs with unlock's cmpxchg. */
-	if (uatomic_cmpxchg(&m->state, s, (int32_t) id | (s & STATE_SLEEPERS)
-			| extra) != s)
+	if (uatomic_cmpxchg(&m->state, s, (int32_t) id | (s & keep) | extra)
+			!= s)
 		return false;
 	note_acquired(m);
 	return true;
@@ -295,11 +332,20 @@ static void update_hold_average(struct urcu_mutex *m, int64_t sample)
 
 /*
  * Spin while the owner looks running. Returns true with the lock taken,
- * false when the waiter should sleep.
+ * false when the waiter should sleep. While it spins the waiter keeps
+ * STATE_AWAKE set, so that unlock leaves the sleepers alone; *@awake tells
+ * the caller it may be the waiter the bit stands for.
+ *
+ * The waiter polls the lock word with a growing gap, up to POLL_GAP_MAX
+ * pauses: every poll pulls the line away from an owner that barges back
+ * in, and against an owner that keeps the lock busy a poll rarely finds
+ * it free; what the waiter waits for is the owner going away, which a
+ * gap of a microsecond hardly delays.
  */
-static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra)
+static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
+		bool *awake)
 {
-	unsigned int sig = mutex_signals(m), i;
+	unsigned int sig = mutex_signals(m), gap = 1, i;
 	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit;
 	int64_t start, now, seen_at;
 	int32_t s;
@@ -311,18 +357,26 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra)
 		limit = HOLD_FLOOR_NS;
 	start = seen_at = urcu_rseq_now_ns(CLOCK_MONOTONIC);
 	seen_seq = CMM_LOAD_SHARED(m->seq);
-	for (i = 1;; i++) {
+	for (;;) {
 		s = CMM_LOAD_SHARED(m->state);
 		if (!owner_of(s)) {
-			if (try_take(m, s, id, extra))
+			if (try_take(m, s, id, extra, *awake))
 				return true;
 			continue;
 		}
 		if (s & STATE_HANDOFF)
 			return false;	/* nobody may barge: no use spinning */
-		caa_cpu_relax();
-		if (i % CLOCK_EVERY)
-			continue;
+		if (!(s & STATE_AWAKE)) {
+			if (uatomic_cmpxchg(&m->state, s, s | STATE_AWAKE) != s)
+				continue;
+			*awake = true;
+		}
+		if (sig && owner_off_cpu(owner_of(s), sig))
+			return false;
+		for (i = 0; i < gap; i++)
+			caa_cpu_relax();
+		if (gap < POLL_GAP_MAX)
+			gap <<= 1;
 		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
 		if (now - start > (int64_t) cap)
 			return false;
@@ -337,8 +391,6 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra)
 				&& now - seen_at > (int64_t) limit) {
 			return false;
 		}
-		if (i % OWNER_EVERY == 0 && owner_off_cpu(owner_of(s), sig))
-			return false;
 	}
 }
 
@@ -377,18 +429,22 @@ static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
 		if (owner_of(s) == id)
 			return 0;
 		if (!owner_of(s)) {
-			if (try_take(m, s, id, STATE_SLEEPERS)) {
+			if (try_take(m, s, id, STATE_SLEEPERS, true)) {
 				/* Nobody unlocked a word with our bit: still ours. */
 				(void) uatomic_cmpxchg(&m->handoff, (int32_t) id, 0);
 				return 0;
 			}
 			continue;
 		}
-		if ((s & (STATE_HANDOFF | STATE_SLEEPERS))
+		if ((s & (STATE_HANDOFF | STATE_SLEEPERS | STATE_AWAKE))
 				!= (STATE_HANDOFF | STATE_SLEEPERS)) {
-			/* Sleepers too: we may have used up their wake-up. */
+			/*
+			 * Sleepers too: we may have used up their wake-up.
+			 * Awake off: we may be the waiter it stands for.
+			 */
 			(void) uatomic_cmpxchg(&m->state, s,
-					s | STATE_HANDOFF | STATE_SLEEPERS);
+					(s | STATE_HANDOFF | STATE_SLEEPERS)
+					& ~STATE_AWAKE);
 			continue;
 		}
 		urcu_rseq_fi_point();
@@ -419,16 +475,17 @@ static int lock_slow(struct urcu_mutex *m, const struct timespec *abstime)
 {
 	struct urcu_mutex_thread *me = get_self();
 	uint32_t id = me->id;
-	int32_t extra = 0, s;
+	int32_t extra = 0, s, want;
 	int64_t start = 0;
+	bool awake = false;
 	int ret;
 
 	for (;;) {
-		if (spin(m, id, extra))
+		if (spin(m, id, extra, &awake))
 			return 0;
 		s = CMM_LOAD_SHARED(m->state);
 		if (!owner_of(s)) {
-			if (try_take(m, s, id, extra))
+			if (try_take(m, s, id, extra, awake))
 				return 0;
 			continue;
 		}
@@ -442,18 +499,27 @@ static int lock_slow(struct urcu_mutex *m, const struct timespec *abstime)
 			if (ret != EAGAIN)
 				return ret;
 		}
-		if (!(s & STATE_SLEEPERS)) {
-			if (uatomic_cmpxchg(&m->state, s, s | STATE_SLEEPERS) != s)
+		/*
+		 * Whoever sleeps clears the awake bit, ours or not: a bit left
+		 * by an unlock whose wake-up found nobody must not outlive the
+		 * sleepers it would keep asleep. A spinner that still watches
+		 * sets it again.
+		 */
+		want = (s | STATE_SLEEPERS) & ~STATE_AWAKE;
+		if (want != s) {
+			if (uatomic_cmpxchg(&m->state, s, want) != s)
 				continue;
-			s |= STATE_SLEEPERS;
+			s = want;
 		}
 		urcu_rseq_fi_point();
 		ret = futex_sleep(me, &m->state, s, CLOCK_REALTIME, abstime);
 		/*
 		 * Once we slept, others may sleep behind us and the unlock
 		 * that woke us cleared the bit: keep it when we take the lock.
+		 * That unlock also set the awake bit for us.
 		 */
 		extra = STATE_SLEEPERS;
+		awake = true;
 		if (ret == ETIMEDOUT)
 			return ETIMEDOUT;
 	}
@@ -461,16 +527,20 @@ static int lock_slow(struct urcu_mutex *m, const struct timespec *abstime)
 
 static inline bool lock_fast(struct urcu_mutex *m, uint32_t id)
 {
-	if (caa_likely(uatomic_cmpxchg(&m->state, 0, (int32_t) id) == 0)) {
-		note_acquired(m);
-		return true;
-	}
-	return false;
+	/*
+	 * Read first: under contention the free word usually carries the
+	 * sleepers or awake bit, and an owner that comes back (whose cache
+	 * holds the line) then takes it with one cmpxchg, not a failed one
+	 * and a second.
+	 */
+	int32_t s = CMM_LOAD_SHARED(m->state);
+
+	return caa_likely(!owner_of(s)) && try_take(m, s, id, 0, false);
 }
 
 void urcu_mutex_lock(struct urcu_mutex *m)
 {
-	if (caa_likely(lock_fast(m, get_self()->id)))
+	if (caa_likely(lock_fast(m, get_self_id())))
 		return;
 	(void) lock_slow(m, NULL);
 }
@@ -481,23 +551,24 @@ bool urcu_mutex_trylock(struct urcu_mutex *m)
 	int32_t s = CMM_LOAD_SHARED(m->state);
 
 	/* A pending hand-off is owned by the lock word: no barging past it. */
-	return !owner_of(s) && try_take(m, s, me->id, 0);
+	return !owner_of(s) && try_take(m, s, me->id, 0, false);
 }
 
 int urcu_mutex_timedlock(struct urcu_mutex *m, const struct timespec *abstime)
 {
 	if (!m || !abstime || !urcu_rseq_ts_valid(abstime))
 		return EINVAL;
-	if (lock_fast(m, get_self()->id))
+	if (lock_fast(m, get_self_id()))
 		return 0;
 	return lock_slow(m, abstime);
 }
 
 /* ---- Unlock -------------------------------------------------------------- */
 
-static int unlock_slow(struct urcu_mutex *m, uint32_t id)
+/* @s: the lock word as last read. */
+static int unlock_slow(struct urcu_mutex *m, uint32_t id, int32_t s)
 {
-	int32_t s = CMM_LOAD_SHARED(m->state), old, target;
+	int32_t old, target, next;
 
 	for (;;) {
 		if (owner_of(s) != id) {
@@ -524,25 +595,53 @@ static int unlock_slow(struct urcu_mutex *m, uint32_t id)
 			}
 		}
 		urcu_rseq_fi_point();
+		/*
+		 * A waiter that watches the word (awake bit) will take the
+		 * lock or clear the bit before it sleeps: no wake-up needed,
+		 * and the sleepers bit stays for the next unlock. Otherwise
+		 * wake one sleeper, and set the awake bit for it so that the
+		 * unlocks until it runs do not wake more.
+		 */
+		if (s & STATE_AWAKE)
+			next = s & (STATE_SLEEPERS | STATE_AWAKE);
+		else if (s & STATE_SLEEPERS)
+			next = STATE_AWAKE;
+		else
+			next = 0;
 		/* Release: pairs with the cmpxchg of the next try_take(). */
-		old = uatomic_cmpxchg(&m->state, s, 0);
+		old = uatomic_cmpxchg(&m->state, s, next);
 		if (old == s)
 			break;
 		s = old;
 	}
-	if (s & STATE_SLEEPERS)
-		urcu_rseq_futex_wake(&m->state, 1);
+	if ((s & (STATE_SLEEPERS | STATE_AWAKE)) != STATE_SLEEPERS)
+		return 0;
+	/*
+	 * Nobody was asleep (the sleepers left, or are still on their way
+	 * and see the word changed): drop the awake bit we set, unless the
+	 * word moved on, so that it does not keep the fast paths off.
+	 */
+	if (!urcu_rseq_futex_wake(&m->state, 1))
+		(void) uatomic_cmpxchg(&m->state, STATE_AWAKE, 0);
 	return 0;
 }
 
 int urcu_mutex_unlock(struct urcu_mutex *m)
 {
-	uint32_t id = get_self()->id;
+	uint32_t id = get_self_id();
+	int32_t s = CMM_LOAD_SHARED(m->state);
 
-	if (caa_likely(uatomic_cmpxchg(&m->state, (int32_t) id, 0)
-			== (int32_t) id))
+	/*
+	 * No hand-off and no wake-up due (nobody sleeps, or a waiter
+	 * watches the word): release, keeping the bits, in one cmpxchg.
+	 * Release: pairs with the cmpxchg of the next try_take().
+	 */
+	if (caa_likely(owner_of(s) == id && !(s & STATE_HANDOFF)
+			&& (s & (STATE_SLEEPERS | STATE_AWAKE)) != STATE_SLEEPERS)
+			&& uatomic_cmpxchg(&m->state, s,
+				s & (STATE_SLEEPERS | STATE_AWAKE)) == s)
 		return 0;
-	return unlock_slow(m, id);
+	return unlock_slow(m, id, CMM_LOAD_SHARED(m->state));
 }
 
 /* ---- Setup --------------------------------------------------------------- */
@@ -584,7 +683,7 @@ int urcu_mutex_destroy(struct urcu_mutex *m)
 
 bool urcu_mutex_is_owner(struct urcu_mutex *m)
 {
-	return owner_of(CMM_LOAD_SHARED(m->state)) == get_self()->id;
+	return owner_of(CMM_LOAD_SHARED(m->state)) == get_self_id();
 }
 
 void urcu_mutex_blocking_begin(void)

@@ -74,8 +74,8 @@ struct urcu_mutex_attr {
 #define URCU_MUTEX_ATTR_INITIALIZER	{ URCU_MUTEX_OWNER_DEFAULT, 0 }
 
 /*
- * The lock word holds the owner's thread id (0: unlocked) and the sleeper
- * and hand-off bits; the rest is slow-path state. All-zero is an unlocked
+ * The lock word holds the owner's thread id (0: unlocked) and the sleeper,
+ * awake-waiter and hand-off bits; the rest is slow-path state. All-zero is an unlocked
  * mutex with the default attributes.
  */
 struct urcu_mutex {
