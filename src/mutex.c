@@ -48,7 +48,9 @@
 #define CHUNK_SIZE		(1U << CHUNK_SHIFT)
 #define NR_CHUNKS		4096	/* 1 M thread ids alive at once */
 
-#define DEFAULT_SPIN_NS		20000
+#define DEFAULT_SPIN_NS		100000
+/* Longest hold sample the average takes in. */
+#define HOLD_SAMPLE_MAX_NS	80000
 /* A hold is "too long" past max(HOLD_FLOOR_NS, HOLD_FACTOR * average). */
 #define HOLD_FLOOR_NS		4000
 #define HOLD_FACTOR		8
@@ -323,8 +325,8 @@ static void update_hold_average(struct urcu_mutex *m, int64_t sample)
 {
 	uint32_t avg = CMM_LOAD_SHARED(m->hold_ns);
 
-	if (sample > DEFAULT_SPIN_NS * 4)
-		sample = DEFAULT_SPIN_NS * 4;
+	if (sample > HOLD_SAMPLE_MAX_NS)
+		sample = HOLD_SAMPLE_MAX_NS;
 	/* Racy on purpose: an estimate; a lost update costs nothing. */
 	CMM_STORE_SHARED(m->hold_ns, (uint32_t) ((int64_t) avg
 			+ (sample - (int64_t) avg) / 8));
@@ -400,21 +402,63 @@ static int futex_sleep(struct urcu_mutex_thread *me, int32_t *word,
 	int ret;
 
 	uatomic_inc(&me->blocked);
+	/*
+	 * Pairs with the barrier in unlock_slow() between the grant bump and
+	 * its read of blocked: it sees us blocked, or we see the new grant.
+	 */
+	cmm_smp_mb__after_uatomic_inc();
 	ret = urcu_rseq_futex_wait(word, val, clock, abstime);
 	uatomic_dec(&me->blocked);
 	return ret;
 }
 
 /*
+ * In the hand-off slot, with the hand-off bit set: wait for an unlock to
+ * name us owner while that owner runs, as spin() does, so that the hand-off
+ * costs neither a wake-up nor the time the lock would sit idle while we get
+ * back on a CPU. True once we own the lock; false when the word changed
+ * under us or the owner looks off its CPU, or after the spin cap.
+ */
+static bool handoff_spin(struct urcu_mutex *m, uint32_t id)
+{
+	unsigned int sig = mutex_signals(m), gap = 1, i;
+	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns);
+	int64_t end;
+	int32_t s;
+
+	end = urcu_rseq_now_ns(CLOCK_MONOTONIC) + (cap ? cap : DEFAULT_SPIN_NS);
+	for (;;) {
+		s = CMM_LOAD_SHARED(m->state);
+		if (owner_of(s) == id) {
+			/* Pairs with the cmpxchg in unlock_slow() naming us. */
+			cmm_smp_mb();
+			return true;
+		}
+		if (!owner_of(s) || !(s & STATE_HANDOFF))
+			return false;
+		if (sig && owner_off_cpu(owner_of(s), sig))
+			return false;
+		for (i = 0; i < gap; i++)
+			caa_cpu_relax();
+		if (gap < POLL_GAP_MAX)
+			gap <<= 1;
+		if (urcu_rseq_now_ns(CLOCK_MONOTONIC) > end)
+			return false;
+	}
+}
+
+/*
  * The waiter has waited past URCU_MUTEX_HANDOFF_NS: take the hand-off slot
- * and sleep on our own grant word until an unlock names us owner. Returns
- * 0 (locked), ETIMEDOUT, or EAGAIN when the slot is taken by another.
+ * and wait, spinning while the owner runs, else asleep on our own grant
+ * word, until an unlock names us owner. Returns 0 (locked), ETIMEDOUT, or
+ * EAGAIN when the slot is taken by another.
  */
 static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
 		const struct timespec *abstime)
 {
 	uint32_t id = me->id;
 	struct timespec ts;
+	bool spun = false;
 	int64_t poll;
 	int32_t g, s;
 	int ret;
@@ -447,6 +491,13 @@ static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
 					& ~STATE_AWAKE);
 			continue;
 		}
+		if (!spun) {
+			spun = true;
+			if (handoff_spin(m, id))
+				return 0;
+			continue;	/* read grant and word again */
+		}
+		spun = false;
 		urcu_rseq_fi_point();
 		/*
 		 * The bit we saw may be stale: set by a waiter that has left
@@ -568,6 +619,7 @@ int urcu_mutex_timedlock(struct urcu_mutex *m, const struct timespec *abstime)
 /* @s: the lock word as last read. */
 static int unlock_slow(struct urcu_mutex *m, uint32_t id, int32_t s)
 {
+	struct urcu_mutex_thread *d;
 	int32_t old, target, next;
 
 	for (;;) {
@@ -588,9 +640,16 @@ static int unlock_slow(struct urcu_mutex *m, uint32_t id, int32_t s)
 					s = old;
 				}
 				/* Pairs with the cmm_smp_mb() in handoff_wait(). */
-				uatomic_inc(&desc_of((uint32_t) target)->grant);
-				urcu_rseq_futex_wake(&desc_of((uint32_t) target)->grant,
-						1);
+				d = desc_of((uint32_t) target);
+				uatomic_inc(&d->grant);
+				/*
+				 * A target that spins sees the word; one that
+				 * sleeps, or is about to, counts itself blocked
+				 * first. Pairs with the barrier in futex_sleep().
+				 */
+				cmm_smp_mb__after_uatomic_inc();
+				if (CMM_LOAD_SHARED(d->blocked) > 0)
+					urcu_rseq_futex_wake(&d->grant, 1);
 				return 0;
 			}
 		}

@@ -67,7 +67,7 @@ extern "C" {
 
 struct urcu_mutex_attr {
 	unsigned int owner_signals;	/* URCU_MUTEX_OWNER_* bits */
-	/* Longest spin of one wait before sleeping, ns; 0: the default (20 us). */
+	/* Longest spin of one wait before sleeping, ns; 0: the default (100 us). */
 	unsigned int spin_ns;
 };
 
