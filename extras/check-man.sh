@@ -9,7 +9,7 @@
 # page: *_slow, and the list below.
 top=${1:-${top_srcdir:-.}}
 . "${TAP_SH:-$top/tests/utils/tap.sh}"
-internal=" urcu_rseq_offset urcu_rseq_gp urcu_rseq_fi_loops urcu_percpu_lock_bad_shard "
+internal=" urcu_rseq_offset urcu_rseq_reader_offset urcu_rseq_gp urcu_rseq_fi_loops urcu_percpu_lock_bad_shard "
 
 names=$(find "$top/include" -name '*.h' -exec cat {} + |
 	perl -ne 'print "$1\n" if /\bURCU_RSEQ_API\b.*?\b(urcu_\w+)\s*[(;\[]/' |

@@ -85,7 +85,8 @@ struct urcu_percpu_cache *urcu_percpu_cache_create(size_t obj_size,
 		a.batch = a.cpu_max / 4 ? a.cpu_max / 4 : 1;
 	if (!obj_size || obj_size > ((size_t) 1 << 30)
 			|| (a.flags & ~(URCU_PERCPU_MM_CID
-				| URCU_PERCPU_CACHE_CACHELINE))
+				| URCU_PERCPU_CACHE_CACHELINE
+				| URCU_PERCPU_CACHE_STATS))
 			|| !is_pow2(align) || align > page
 			|| a.batch > a.cpu_max || a.cpu_max > ((size_t) 1 << 20)) {
 		errno = EINVAL;
@@ -110,13 +111,18 @@ struct urcu_percpu_cache *urcu_percpu_cache_create(size_t obj_size,
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->drain_lock, NULL);
 	p->pub.fl = urcu_percpu_freelist_create(a.flags & URCU_PERCPU_MM_CID);
-	p->pub.nr_allocs = urcu_percpu_counter_create(a.flags & URCU_PERCPU_MM_CID);
-	p->pub.nr_frees = urcu_percpu_counter_create(a.flags & URCU_PERCPU_MM_CID);
+	if (a.flags & URCU_PERCPU_CACHE_STATS) {
+		p->pub.nr_allocs = urcu_percpu_counter_create(
+				a.flags & URCU_PERCPU_MM_CID);
+		p->pub.nr_frees = urcu_percpu_counter_create(
+				a.flags & URCU_PERCPU_MM_CID);
+	}
 	p->nr_refills = urcu_percpu_counter_create(0);
 	p->nr_spills = urcu_percpu_counter_create(0);
 	p->resident = urcu_percpu_counter_create(0);
 	p->mapped = urcu_percpu_counter_create(0);
-	if (!p->pub.fl || !p->pub.nr_allocs || !p->pub.nr_frees
+	if (!p->pub.fl || (a.flags & URCU_PERCPU_CACHE_STATS
+				&& (!p->pub.nr_allocs || !p->pub.nr_frees))
 			|| !p->nr_refills || !p->nr_spills || !p->resident
 			|| !p->mapped)
 		goto fail;
@@ -378,7 +384,8 @@ void *urcu_percpu_cache_alloc_slow(struct urcu_percpu_cache *c)
 				pthread_mutex_unlock(&p->lock);
 			}
 		}
-		urcu_percpu_counter_inc(c->nr_allocs);
+		if (c->nr_allocs)
+			urcu_percpu_counter_inc(c->nr_allocs);
 		return n;
 	}
 	n = get_chain(p, p->batch);
@@ -391,7 +398,8 @@ void *urcu_percpu_cache_alloc_slow(struct urcu_percpu_cache *c)
 		depot_push_batch(p, rest);
 		pthread_mutex_unlock(&p->lock);
 	}
-	urcu_percpu_counter_inc(c->nr_allocs);
+	if (c->nr_allocs)
+		urcu_percpu_counter_inc(c->nr_allocs);
 	return n;
 }
 
@@ -444,7 +452,8 @@ void urcu_percpu_cache_free_slow(struct urcu_percpu_cache *c, void *obj)
 		depot_push_one(p, chain);
 		pthread_mutex_unlock(&p->lock);
 	}
-	urcu_percpu_counter_inc(c->nr_frees);
+	if (c->nr_frees)
+		urcu_percpu_counter_inc(c->nr_frees);
 }
 
 /*
@@ -544,8 +553,10 @@ int urcu_percpu_cache_stats(struct urcu_percpu_cache *c,
 		return -1;
 	}
 	p = priv_of(c);
-	st->allocs = (uint64_t) urcu_percpu_counter_read(c->nr_allocs);
-	st->frees = (uint64_t) urcu_percpu_counter_read(c->nr_frees);
+	st->allocs = c->nr_allocs
+		? (uint64_t) urcu_percpu_counter_read(c->nr_allocs) : 0;
+	st->frees = c->nr_frees
+		? (uint64_t) urcu_percpu_counter_read(c->nr_frees) : 0;
 	st->refills = (uint64_t) urcu_percpu_counter_read(p->nr_refills);
 	st->spills = (uint64_t) urcu_percpu_counter_read(p->nr_spills);
 	st->resident_bytes = (uint64_t) urcu_percpu_counter_read(p->resident);

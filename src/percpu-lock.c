@@ -15,7 +15,7 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 {
 	struct urcu_percpu_lock *l;
 	void *mem;
-	int nr;
+	int nr, i;
 
 	if (flags & ~URCU_PERCPU_MM_CID) {
 		errno = EINVAL;
@@ -37,12 +37,22 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 	l->flags = flags;
 	l->mode = urcu_rseq_index_mode((flags & URCU_PERCPU_MM_CID) ?
 			URCU_RSEQ_INDEX_MM_CID : URCU_RSEQ_INDEX_CPU);
+	if (l->mode == URCU_RSEQ_INDEX_CPU)
+		l->cpu_shards = l->shards;
 	/*
 	 * The fast path is correct only against remote lockers that can fence
 	 * it out; without the fence every locker takes compare-and-swap.
 	 */
 	l->fast = (urcu_rseq_features & URCU_RSEQ_FEATURE_CS)
 		&& urcu_rseq_fence_available();
+	/*
+	 * Without the fast path, @remote is never counted: a permanent 1
+	 * there makes the inline section fail its second compare and go to
+	 * the slow path, so the inline code needs no test of l->fast.
+	 */
+	if (!l->fast)
+		for (i = 0; i < nr; i++)
+			l->shards[i].remote = 1;
 	/* Publish the zeroed words before the lock pointer is shared. */
 	cmm_smp_wmb();
 	return l;
@@ -72,6 +82,33 @@ void urcu_percpu_lock_bad_shard(struct urcu_percpu_lock *l, int cpu,
 	(void) l;
 	(void) cpu;
 	errno = EINVAL;
+}
+
+/* The inline unlock found the shard not taken by the fast path. */
+void urcu_percpu_unlock_slow(struct urcu_percpu_lock *l, int cpu)
+{
+	struct urcu_percpu_lock_shard *s;
+	intptr_t v;
+
+	if (!l || cpu < 0 || cpu >= l->nr_shards) {
+		urcu_percpu_lock_bad_shard(l, cpu, "urcu_percpu_unlock");
+		return;
+	}
+	s = &l->shards[cpu];
+	/* Ours while we hold it: nobody else writes it. */
+	v = CMM_LOAD_SHARED(s->lock);
+	if (caa_unlikely(v == _URCU_PERCPU_LOCK_FREE)) {
+		urcu_percpu_lock_bad_shard(l, cpu,
+				"urcu_percpu_unlock: shard not locked");
+		return;
+	}
+	_urcu_percpu_lock_release_fence();	/* R: pairs with A and C's cmpxchg */
+	CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
+	if (v == _URCU_PERCPU_LOCK_CAS) {
+		/* M2: the release is visible before our unit of @remote goes. */
+		cmm_smp_mb__before_uatomic_dec();
+		uatomic_dec(&s->remote);
+	}
 }
 
 static bool valid_shard(struct urcu_percpu_lock *l, int cpu)

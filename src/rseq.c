@@ -13,6 +13,9 @@
  * but publish __rseq_size = 20, so the registered length of glibc's area is
  * taken as at least the original 32 bytes.
  */
+/* This file writes urcu_rseq_offset: see urcu_rseq_area() in urcu/rseq.h. */
+#define URCU_RSEQ_OFFSET_WRITER
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>

@@ -7,8 +7,10 @@
  * section, or an atomic add on the fallback slot), and read_unlock() adds 1
  * to unlock[p] of whatever CPU it runs on then. Between the count and the
  * section's accesses there is only a compiler barrier. With membarrier
- * unavailable, both become full barriers and every "membarrier" below is a
- * full barrier of the updater.
+ * unavailable, readers find a stand-in rseq area that is never registered
+ * (urcu_rseq_reader_offset), so every count takes the atomic path, which
+ * puts a full barrier on each side of the addition, and every "membarrier"
+ * below is a full barrier of the updater.
  *
  * Correctness argument. The membarrier used here (MEMBARRIER_CMD_PRIVATE_
  * EXPEDITED) gives, for every thread T of the process, a point in T's
@@ -64,6 +66,8 @@
 #include <linux/membarrier.h>
 #include <urcu/wfcqueue.h>
 
+/* This file writes urcu_rseq_reader_offset: no const view of it here. */
+#define URCU_RSEQ_READER_OFFSET_WRITER
 #include <urcu/urcu-rseq.h>
 #include <urcu/static/urcu-rseq.h>
 #include "common.h"
@@ -72,8 +76,24 @@
 
 struct urcu_rseq_gp urcu_rseq_gp;
 DEFINE_URCU_TLS(struct urcu_rseq_reader, urcu_rseq_reader);
+ptrdiff_t urcu_rseq_reader_offset;
+
+/*
+ * The readers' area where the system has no membarrier: never registered,
+ * so every count fails its registration check and takes the atomic path.
+ * Sections store their descriptor into it, which nothing reads.
+ */
+static __thread struct urcu_rseq_abi standin_area
+	__attribute__((tls_model("initial-exec"))) = {
+	.cpu_id = (uint32_t) URCU_RSEQ_CPU_ID_REGISTRATION_FAILED,
+};
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * The counters live until exit; readers hold slots + 1, so keep the start
+ * too, or valgrind reports them "possibly lost".
+ */
+static void *volatile slots_alloc;	/* volatile: stored, never read */
 static pthread_mutex_t gp_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long gp_seq;	/* odd while a grace period runs */
 
@@ -112,7 +132,8 @@ static int membarrier_probe(void)
 static void heavy_barrier(void)
 {
 	if (!urcu_rseq_gp.has_membarrier) {
-		cmm_smp_mb();	/* Pairs with _urcu_rseq_smp_mb_slave(). */
+		/* Pairs with the barriers of urcu_rseq_read_count_slow(). */
+		cmm_smp_mb();
 		return;
 	}
 	if (caa_likely(sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0))
@@ -142,20 +163,54 @@ void urcu_rseq_init(void)
 			(size_t) (n + 1) * sizeof(*slots)))
 		die("cannot allocate the reader counters", ENOMEM);
 	memset(slots, 0, (size_t) (n + 1) * sizeof(*slots));
+	slots_alloc = slots;
 	urcu_rseq_gp.nr_cpus = n;
 	urcu_rseq_gp.has_membarrier = membarrier_probe();
-	if (!urcu_rseq_gp.has_membarrier)
-		urcu_rseq_gp.period |= URCU_RSEQ_FULL_MB;
+	if (urcu_rseq_gp.has_membarrier)
+		urcu_rseq_reader_offset = urcu_rseq_offset;
+	else
+		urcu_rseq_reader_offset = (char *) &standin_area
+			- (char *) urcu_rseq_thread_pointer();
 	(void) crd_default();
 	/*
 	 * Readers reach the zeroed slots through the pointer (address
 	 * dependency). Before this constructor no reader can run, so none
-	 * reads the URCU_RSEQ_FULL_MB bit stale.
+	 * reads urcu_rseq_reader_offset or has_membarrier stale.
 	 */
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(urcu_rseq_gp.cpus, slots + 1);
 out:
 	pthread_mutex_unlock(&init_lock);
+}
+
+/*
+ * A count whose section found the area unregistered. With membarrier: the
+ * thread's first section registers it (then counts per CPU) or finds that
+ * it cannot use rseq, and counts on the fallback slot, ordered by the
+ * grace period's membarrier like a per-CPU count. Without membarrier (the
+ * stand-in area): full barriers on both sides of the addition, so that it
+ * serves read_lock() (count, then the section's accesses) and
+ * read_unlock() (the accesses, then the count) alike; they pair with the
+ * full barrier heavy_barrier() issues in place of membarrier.
+ */
+void urcu_rseq_read_count_slow(intptr_t *word)
+{
+	intptr_t *fallback = (intptr_t *)
+		((struct urcu_rseq_gp_cpu *) word - 1);
+
+	if (!urcu_rseq_gp.has_membarrier) {
+		cmm_smp_mb();
+		uatomic_add(fallback, 1);
+		cmm_smp_mb();
+		return;
+	}
+	while (urcu_rseq_index(URCU_RSEQ_INDEX_CPU) >= 0) {
+		if (_urcu_rseq_idx_addv_cpu(urcu_rseq_area(), word,
+				(long) sizeof(struct urcu_rseq_gp_cpu), 1)
+				== URCU_RSEQ_COMMITTED)
+			return;
+	}
+	uatomic_add(fallback, 1);
 }
 
 void urcu_rseq_read_lock(void)
@@ -345,6 +400,25 @@ static void run_batch(struct __cds_wfcq_head *bh, struct cds_wfcq_tail *bt)
 	}
 }
 
+/*
+ * After a batch, the worker lets callers queue the next one before it
+ * looks again: one grace period (two membarriers, which interrupt every
+ * CPU) then serves many callbacks, and callers find the worker awake
+ * rather than asleep on the futex, so they rarely pay for a wake-up. The
+ * price is up to this much more latency for callbacks and for
+ * urcu_rseq_barrier() while callbacks keep coming (liburcu's worker waits
+ * 10 ms between batches); an idle worker sleeps on the futex as before.
+ */
+#define BATCH_PAUSE_NS	1000000L
+
+static void batch_pause(void)
+{
+	struct timespec ts = { 0, BATCH_PAUSE_NS };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
 static void *worker(void *arg)
 {
 	struct __cds_wfcq_head bh;
@@ -370,6 +444,7 @@ static void *worker(void *arg)
 				&crd.tail);
 		urcu_rseq_synchronize_rcu();
 		run_batch(&bh, &bt);
+		batch_pause();
 	}
 	uatomic_or(&crd.flags, URCU_CALL_RCU_STOPPED);
 	return NULL;

@@ -17,18 +17,90 @@
  * ended with a wake-up, the budget moves a quarter of the way towards twice
  * that wait's total duration (spin and sleep): a budget that covers the
  * waits seen lately ends the next ones in the spin, without a futex on
- * either side. A wait longer than the cap halves the budget: spinning would
- * not have helped. Whether spinning steals the CPU from the thread we wait
- * for is judged separately, in the spin loop, by timing sched_yield().
+ * either side. A wait longer than the cap takes an eighth off the budget:
+ * spinning would not have helped. Only an eighth, and never below the
+ * floor, because a wait that slept is lengthened by the futex wake-up
+ * latency itself (tens of microseconds on a VM): halving on it, from a
+ * floor of 500 ns, locked short hand-offs into a cycle where one late
+ * wake-up shrank the budget, the next wait slept, and that sleep shrank it
+ * again (ping-pong round trips of 7 us instead of under 1 us). The floor is
+ * a few microseconds, the order of what one futex sleep and wake-up costs
+ * in CPU time, so spinning that long at most doubles the cost of a wait
+ * that had to sleep anyway. Whether spinning steals the CPU from the
+ * thread we wait for is judged separately, in the spin loop, by timing
+ * sched_yield().
  */
-#define WAIT_SPIN_MIN_NS	500
+#define WAIT_SPIN_MIN_NS	4000
 #define WAIT_SPIN_INIT_NS	8000
 #define WAIT_SPIN_MAX_NS	40000
 #define WAIT_SPIN_YIELD_NS	2000	/* give the CPU away this often while spinning */
 #define WAIT_SPIN_YIELD_BUSY_NS	3000	/* a yield this long ran another thread */
 #define WAIT_SPIN_CHECK_MASK	31	/* read the clock every 32 pauses */
+/* Probe for a crowded CPU after this many pauses spent over several waits. */
+#define WAIT_PROBE_MIN_PAUSES	64
+#define WAIT_PROBE_MAX_PAUSES	(64 << 10)
+/*
+ * A yield that kept us off the CPU this long lost a whole time slice to a
+ * thread that never gave it back (another process's CPU hog, not one of
+ * the threads we wait for, which block or hand off well before that).
+ */
+#define WAIT_YIELD_LOST_NS	1000000
+#define WAIT_NO_YIELD_MIN	16	/* waits without giving the CPU away */
+#define WAIT_NO_YIELD_MAX	65536
 
+/*
+ * Per thread: the spin budget; pauses spun since the last probe and the
+ * probe interval; whether the last probe found the CPU crowded.
+ */
 static __thread int64_t wait_spin_budget_ns = WAIT_SPIN_INIT_NS;
+static __thread unsigned int wait_spun, wait_probe_every = WAIT_PROBE_MIN_PAUSES;
+static __thread bool wait_crowded;
+/* After a lost slice: waits left on the plain policy, and the next count. */
+static __thread unsigned int wait_no_yield, wait_no_yield_next = WAIT_NO_YIELD_MIN;
+
+/*
+ * Per CPU (modulo the size; a collision only makes the guess worse): how
+ * many waiters are giving that CPU away in the crowded loop right now.
+ */
+#define WAIT_YIELD_SLOTS	64
+static struct {
+	int32_t n;
+} __attribute__((aligned(CAA_CACHE_LINE_SIZE))) wait_yielders[WAIT_YIELD_SLOTS];
+
+/*
+ * Give the CPU away once and tell whether another thread ran meanwhile:
+ * the yield then took long. Remembers the answer for the next waits, and
+ * probes less and less often while the CPU is found free. *@after is the
+ * time it returned.
+ */
+static bool wait_probe(int64_t *after)
+{
+	int64_t before = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+
+	sched_yield();
+	*after = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+	wait_spun = 0;
+	wait_crowded = *after - before >= WAIT_SPIN_YIELD_BUSY_NS;
+	if (wait_crowded)
+		wait_probe_every = WAIT_PROBE_MIN_PAUSES;
+	else if (wait_probe_every < WAIT_PROBE_MAX_PAUSES)
+		wait_probe_every *= 2;
+	/*
+	 * A yield of 1 ms or more lost a whole time slice to a thread that
+	 * never gave the CPU back (another process's), while sleeping on
+	 * the futex would have had us woken, and scheduled, as soon as our
+	 * waker was done: keep to the plain policy (pause, and sleep when
+	 * crowded) for a while, for longer each time it happens again.
+	 */
+	if (*after - before >= WAIT_YIELD_LOST_NS) {
+		wait_no_yield = wait_no_yield_next;
+		if (wait_no_yield_next < WAIT_NO_YIELD_MAX)
+			wait_no_yield_next *= 2;
+	} else if (wait_crowded) {
+		wait_no_yield_next = WAIT_NO_YIELD_MIN;
+	}
+	return wait_crowded;
+}
 
 enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		clockid_t clock, const struct timespec *abstime,
@@ -38,14 +110,69 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 	int64_t deadline = abstime ? urcu_rseq_ts_to_ns(abstime) : 0;
 	unsigned int i;
 
+	*start_ns = 0;
+	/*
+	 * A thread that shares its CPU with runnable threads must not spin
+	 * where they could run: a producer spinning for a free slot takes
+	 * the CPU of a worker that would free it. Short waits never reach
+	 * the in-wait yield below, so the CPU is probed across waits too
+	 * (after 64 pauses spun since it was last found crowded, doubling
+	 * up to 64K while it is found free). While it is crowded, a wait
+	 * gives the CPU away first and then between its looks at the word,
+	 * instead of pausing: whoever shares the CPU runs, a wake-up that
+	 * came meanwhile cost its waker a CAS and no futex, and a producer
+	 * so woken finds many free slots at once. The budget still bounds
+	 * the wait before it sleeps.
+	 */
+	if (wait_no_yield) {
+		wait_no_yield--;
+		goto spin;
+	}
+	if (!wait_crowded && wait_spun < wait_probe_every)
+		goto spin;
+crowded:
+	for (;;) {
+		int32_t *yielders = &wait_yielders[(unsigned int) urcu_rseq_cpu()
+				% WAIT_YIELD_SLOTS].n;
+
+		/*
+		 * Another waiter already gives this CPU away: yielding to it
+		 * would only pass the CPU round among waiters that all stay
+		 * runnable (oversubscribed hand-offs). Pause instead, and
+		 * sleep if that does not end the wait either.
+		 */
+		if (CMM_LOAD_SHARED(*yielders) > 0) {
+			if (start)
+				return URCU_WAIT_SPIN_EXHAUSTED;
+			break;
+		}
+		uatomic_inc(yielders);
+		(void) wait_probe(&now);
+		uatomic_dec(yielders);
+		if (!start)
+			*start_ns = start = now;
+		if (CMM_LOAD_SHARED(*word) != val)
+			return URCU_WAIT_SPIN_CHANGED;
+		if (abstime && (clock == CLOCK_MONOTONIC ? now :
+				urcu_rseq_now_ns(clock)) >= deadline)
+			return URCU_WAIT_SPIN_DEADLINE;
+		if (now - start >= budget)
+			return URCU_WAIT_SPIN_EXHAUSTED;
+		if (!wait_crowded)
+			break;
+	}
+	if (start)
+		last_yield = now;
+spin:
 	/*
 	 * The clock is first read after a few pauses: a wait that ends
 	 * sooner (the common hand-off) costs no clock read at all.
 	 */
-	*start_ns = 0;
 	for (i = 1; ; i++) {
-		if (CMM_LOAD_SHARED(*word) != val)
+		if (CMM_LOAD_SHARED(*word) != val) {
+			wait_spun += i;
 			return URCU_WAIT_SPIN_CHANGED;
+		}
 		caa_cpu_relax();
 		if (i & WAIT_SPIN_CHECK_MASK)
 			continue;
@@ -59,18 +186,15 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 			return URCU_WAIT_SPIN_EXHAUSTED;
 		/*
 		 * The thread we wait for may be runnable on this very CPU
-		 * (more threads than CPUs): let it run.
+		 * (more threads than CPUs): let it run, and if that yield
+		 * ran another thread, stop pausing on a crowded CPU.
 		 */
 		if (now - last_yield >= WAIT_SPIN_YIELD_NS) {
-			sched_yield();
-			last_yield = urcu_rseq_now_ns(CLOCK_MONOTONIC);
-			/*
-			 * A yield that took long ran another thread here: we
-			 * compete for this CPU, so spinning costs someone
-			 * else's progress. Sleep instead.
-			 */
-			if (last_yield - now >= WAIT_SPIN_YIELD_BUSY_NS)
-				return URCU_WAIT_SPIN_EXHAUSTED;
+			if (wait_probe(&last_yield)) {
+				if (wait_no_yield)
+					return URCU_WAIT_SPIN_EXHAUSTED;
+				goto crowded;
+			}
 		}
 	}
 }
@@ -83,7 +207,7 @@ void urcu_wait_adapt(int64_t start_ns)
 		return;	/* ended within the first pauses: the budget covers it */
 	t = urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns;
 	if (t > WAIT_SPIN_MAX_NS)
-		b /= 2;
+		b -= b / 8;
 	else
 		b += (2 * t - b) / 4;
 	if (b < WAIT_SPIN_MIN_NS)
@@ -199,27 +323,29 @@ static bool wake_node(struct urcu_wait_node *n, int32_t how)
 					| URCU_WAIT_LEFT | URCU_WAIT_TEARDOWN);
 			return false;
 		}
-		if (!(old & URCU_WAIT_SLEEPING)) {
-			/* Still spinning: one CAS wakes it and ends our access. */
-			cur = uatomic_cmpxchg(&n->state, old,
-					URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
-			if (cur == old)
-				return true;
-			old = cur;
-			continue;
-		}
-		cur = uatomic_cmpxchg(&n->state, old, URCU_WAIT_WAKEUP | how);
+		/*
+		 * One CAS wakes the waiter and ends our access to the node:
+		 * it may return at once. Pairs with the barrier after the
+		 * waiter's TEARDOWN load.
+		 */
+		cur = uatomic_cmpxchg(&n->state, old,
+				URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
 		if (cur != old) {
 			old = cur;
 			continue;
 		}
+		if (!(old & URCU_WAIT_SLEEPING))
+			return true;	/* still spinning: no system call */
 		urcu_rseq_fi_point();
+		/*
+		 * The node may be gone by now: a private futex wake names
+		 * the address only and reads and writes nothing there. What
+		 * lives at that address next may see one spurious wake-up,
+		 * which every futex waiter tolerates. Waiting for the waker
+		 * to come back from this call instead made the woken thread
+		 * depend on a waker that may be preempted right here.
+		 */
 		urcu_rseq_futex_wake(&n->state, 1);
-		urcu_rseq_fi_point();
-		/* Pairs with the barrier after the waiter's TEARDOWN load. */
-		cmm_smp_mb();
-		CMM_STORE_SHARED(n->state,
-				URCU_WAIT_WAKEUP | URCU_WAIT_TEARDOWN | how);
 		return true;
 	}
 }

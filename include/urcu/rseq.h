@@ -87,12 +87,34 @@ static inline void *urcu_rseq_thread_pointer(void)
 #endif
 }
 
-/* The calling thread's rseq area (registered or not). */
+/*
+ * The calling thread's rseq area (registered or not). urcu_rseq_offset is
+ * written once, by the library's first constructor, before any other code
+ * can use it; seen here through a const declaration of the same object (and
+ * the thread pointer through the compiler's builtin), the area's address is
+ * a constant the compiler keeps in a register across a function instead of
+ * recomputing it from two dependent loads before each section, whose
+ * opening store waits for it. The library's own file that writes the
+ * offset defines URCU_RSEQ_OFFSET_WRITER and sees the plain variable.
+ */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 \
+		&& (defined(__x86_64__) || defined(__aarch64__)) \
+		&& !defined(URCU_RSEQ_OFFSET_WRITER)
+URCU_RSEQ_API extern const ptrdiff_t _urcu_rseq_offset_fixed
+	__asm__("urcu_rseq_offset");
+
+static inline struct urcu_rseq_abi *urcu_rseq_area(void)
+{
+	return (struct urcu_rseq_abi *) ((char *) __builtin_thread_pointer()
+			+ _urcu_rseq_offset_fixed);
+}
+#else
 static inline struct urcu_rseq_abi *urcu_rseq_area(void)
 {
 	return (struct urcu_rseq_abi *)
 		((char *) urcu_rseq_thread_pointer() + urcu_rseq_offset);
 }
+#endif
 
 /* Current CPU number: always a valid CPU. */
 static inline int urcu_rseq_cpu(void)

@@ -28,8 +28,13 @@
  * - A node is private to its waiter again when urcu_wait() returns, woken
  *   or timed out: no other thread reads or writes it afterwards (the node
  *   may live on the waiter's stack). This is the TEARDOWN handshake: a waker
- *   that popped a node ends its use of the node with one store of the
- *   TEARDOWN bit, and the waiter does not return before it sees that bit.
+ *   that popped a node ends its use of the node with one write that sets
+ *   the TEARDOWN bit, and the waiter does not return before it sees that
+ *   bit. The one thing that may follow is the futex wake of a waiter that
+ *   slept: a private FUTEX_WAKE system call names the address and neither
+ *   reads nor writes the memory there, so whatever reuses that memory as a
+ *   futex word may see one spurious wake-up (as with glibc's own mutexes
+ *   and semaphores; every futex waiter must tolerate those anyway).
  * - A waiter that timed out is never woken later, and a wake_one that pops
  *   it wakes the next waiter instead.
  *
@@ -37,10 +42,13 @@
  *
  *   waiter                               waker (holds the node popped)
  *   spin while state == WAITING          WAITING  -CAS-> WAKEUP|TEARDOWN
- *   WAITING -CAS-> SLEEPING, futex wait  SLEEPING -CAS-> WAKEUP,
- *                                          futex wake, store WAKEUP|TEARDOWN
+ *   WAITING -CAS-> SLEEPING, futex wait  SLEEPING -CAS-> WAKEUP|TEARDOWN,
+ *                                          then futex wake (no access)
  *   deadline: WAITING|SLEEPING           TIMEDOUT: store TIMEDOUT|TEARDOWN,
  *     -CAS-> TIMEDOUT                      pop the next node
+ *
+ * A woken waiter thus returns as soon as it sees WAKEUP: it never waits for
+ * a waker that may have been preempted between its CAS and its futex call.
  *
  * Exactly one CAS decides the node's fate: the waker's (woken) or the
  * waiter's (timed out). Why a timed-out waiter may return:
@@ -56,11 +64,20 @@
  *
  * Waiting adapts: a waiter spins for a budget learned from how long its
  * thread's recent waits lasted (moved towards twice the recent wait
- * durations, halved by waits too long to be worth spinning for), yields the
- * CPU every 2 us and goes to sleep at once if that yield ran another thread
- * (it competes for the CPU), then sleeps on FUTEX_WAIT_PRIVATE. A waker
- * issues the futex wake only when the waiter announced it sleeps (state
- * SLEEPING); a spinning waiter costs one CAS.
+ * durations, shrunk by an eighth by waits too long to be worth spinning
+ * for, never below about one futex sleep's CPU cost: 4 us), then sleeps
+ * on FUTEX_WAIT_PRIVATE. It yields the CPU every 2 us of spinning, counted
+ * across its thread's waits so that short waits are covered too; a yield
+ * that ran another thread marks the CPU crowded, and on a crowded CPU the
+ * waiter gives the CPU away instead of pausing (the threads sharing it,
+ * e.g. the workers a producer waits for, run meanwhile), unless another
+ * waiter on that CPU does so already: then it sleeps, as yielding round
+ * among waiters only keeps them all runnable. A yield that lost a whole
+ * time slice (1 ms: another process's thread took the CPU) turns this off
+ * for the next 16 waits, doubling up to 64K while it happens again. A
+ * waker issues the futex
+ * wake only when the waiter announced it sleeps (state SLEEPING); a
+ * spinning or yielding waiter costs one CAS.
  *
  * A zero-filled struct urcu_wait_queue is a valid, empty queue.
  */

@@ -481,22 +481,40 @@ static void op_notify_ck(void *arg, uint64_t iters)
 }
 #endif
 
-static void calibrate_task(void)
+static int64_t time_task(void)
 {
 	struct timespec a, b;
-	int64_t t;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	task(0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec;
+}
+
+/*
+ * The fastest of many timings: on a shared machine one timing that was
+ * preempted reads many times too long, and the tasks came out a fraction
+ * of a microsecond (cpu-ns/op below 1000 for "1 us" tasks).
+ */
+static void calibrate_task(void)
+{
+	int64_t t, best;
+	int i;
 
 	task_loops = 1000;
 	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		task(0);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		t = (b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec;
+		t = time_task();
 		if (t >= 20000 || task_loops > (1L << 26))
 			break;
 		task_loops *= 2;
 	}
-	task_loops = task_loops * 1000 / (t ? t : 1);
+	best = t;
+	for (i = 0; i < 500; i++) {
+		t = time_task();
+		if (t < best)
+			best = t;
+	}
+	task_loops = task_loops * 1000 / (best ? best : 1);
 }
 
 #define PINGPONG_DEF(label, k, pp)					\
@@ -523,6 +541,8 @@ int main(int argc, char **argv)
 	unsigned int i;
 
 	calibrate_task();
+	fprintf(stderr, "[bench_cond] pool task: %ld loops, about 1 us\n",
+		task_loops);
 	{
 		const struct bench_def pingpong[] = {
 			PINGPONG_DEF("pthread_cond", PTHREAD, &pp_pthread),

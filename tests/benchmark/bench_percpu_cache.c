@@ -45,6 +45,8 @@ struct size_arg {
 };
 
 static struct size_arg s64 = { 64, NULL }, s256 = { 256, NULL };
+/* The same with URCU_PERCPU_CACHE_STATS: what exact alloc/free counts cost. */
+static struct size_arg s64_stats = { 64, NULL }, s256_stats = { 256, NULL };
 
 struct tls_node {
 	struct tls_node *next;
@@ -365,12 +367,16 @@ int main(int argc, char **argv)
 	static const struct bench_def pair64[] = {
 		{ .name = MALLOC_NAME "_free", .op = op_malloc, .arg = &s64 },
 		{ .name = "urcu_percpu_cache", .op = op_cache, .arg = &s64 },
+		{ .name = "urcu_percpu_cache_stats", .op = op_cache,
+			.arg = &s64_stats },
 		{ .name = "thread_local_freelist", .op = op_tls, .arg = &s64,
 			.thread_fini = tls_flush },
 	};
 	static const struct bench_def pair256[] = {
 		{ .name = MALLOC_NAME "_free", .op = op_malloc, .arg = &s256 },
 		{ .name = "urcu_percpu_cache", .op = op_cache, .arg = &s256 },
+		{ .name = "urcu_percpu_cache_stats", .op = op_cache,
+			.arg = &s256_stats },
 		{ .name = "thread_local_freelist", .op = op_tls, .arg = &s256,
 			.thread_fini = tls_flush },
 	};
@@ -388,14 +394,19 @@ int main(int argc, char **argv)
 			.teardown = pc_teardown, .thread_arg = pc_thread_arg,
 			.thread_fini = pc_thread_fini },
 	};
+	static const struct urcu_percpu_cache_attr stats_attr = {
+		.flags = URCU_PERCPU_CACHE_STATS,
+	};
 	int k;
 
-	/* 27 rows: keep the default run near 15 s. */
+	/* 35 rows: keep the default run near 15 s. */
 	setenv("URCU_RSEQ_BENCH_MS", "100", 0);
 	b = bench_init(PROGRAM, argc, argv);
 	s64.cache = urcu_percpu_cache_create(64, NULL);
 	s256.cache = urcu_percpu_cache_create(256, NULL);
-	if (!s64.cache || !s256.cache)
+	s64_stats.cache = urcu_percpu_cache_create(64, &stats_attr);
+	s256_stats.cache = urcu_percpu_cache_create(256, &stats_attr);
+	if (!s64.cache || !s256.cache || !s64_stats.cache || !s256_stats.cache)
 		return 1;
 	for (k = 0; k < 3; k++) {
 		pc_args[k][0] = (struct pc) { (enum pc_kind) k, s64.cache, 0 };

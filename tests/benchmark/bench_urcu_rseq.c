@@ -4,6 +4,8 @@
  * shared harness (bench.h):
  * - read: an outermost read_lock()+read_unlock() pair, inline
  *   (_LGPL_SOURCE), 1/2/8 threads; baseline urcu-memb (registered threads);
+ * - read side floor, 1 thread: two bare idx_addv sections per operation,
+ *   the least urcu-rseq's read side can cost (see op_read_floor());
  * - synchronize_rcu with 10, 1000 and 10000 idle threads that have read in
  *   every flavor (urcu-memb's registered), blocked on a futex; one thread
  *   calls synchronize_rcu(); baseline urcu-bp, which scans its threads;
@@ -57,6 +59,59 @@ static void op_read_bp(void *arg, uint64_t iters)
 		bench_clobber();
 		urcu_bp_read_unlock();
 	}
+}
+
+/*
+ * Not a flavor: the floor of urcu-rseq's read side on this machine, the two
+ * idx_addv sections that read_lock() and read_unlock() must run at least,
+ * with the rseq area in a register and nothing else (no nesting word, no
+ * period), on counters of its own. What the flavor's row costs above it is
+ * its bookkeeping; what it costs in all is at least this.
+ */
+static intptr_t *floor_slots;	/* one 128-byte slot per CPU, and slot -1 */
+
+static inline void floor_count(struct urcu_rseq_abi *rs, intptr_t *w)
+{
+	int r;
+
+	while (caa_unlikely((r = _urcu_rseq_idx_addv_cpu(rs, w, 128, 1))
+			!= URCU_RSEQ_COMMITTED)) {
+		if (r == URCU_RSEQ_CMPFAIL
+				&& urcu_rseq_index(URCU_RSEQ_INDEX_CPU) < 0) {
+			uatomic_inc(w - 16);	/* no rseq: slot -1 */
+			return;
+		}
+	}
+}
+
+static void op_read_floor(void *arg, uint64_t iters)
+{
+	struct urcu_rseq_abi *rs = urcu_rseq_area();
+
+	while (iters--) {
+		floor_count(rs, floor_slots);
+		bench_clobber();
+		floor_count(rs, floor_slots + 2);
+	}
+}
+
+static int floor_setup(void *arg, unsigned int threads)
+{
+	size_t len = ((size_t) urcu_rseq_nr_cpus() + 1) * 128;
+	void *p;
+
+	if (floor_slots)
+		return 0;
+	if (posix_memalign(&p, 128, len))
+		return -1;
+	memset(p, 0, len);
+	floor_slots = (intptr_t *) p + 16;
+	return 0;
+}
+
+static void floor_register(void *arg)
+{
+	(void) urcu_rseq_thread_register();
 }
 
 static void memb_register(void *arg)
@@ -222,11 +277,20 @@ int main(int argc, char **argv)
 		  .arg = (void *) &no_idle, .setup = idle_setup,
 		  .teardown = rseq_drain },
 	};
+	static const struct bench_def read_floor[] = {
+		{ .name = "urcu-memb", .op = op_read_memb,
+		  .thread_init = memb_register,
+		  .thread_fini = memb_unregister },
+		{ .name = "urcu-bp", .op = op_read_bp },
+		{ .name = "floor: 2 idx_addv", .op = op_read_floor,
+		  .setup = floor_setup, .thread_init = floor_register },
+	};
 	char group[3][48];
 	unsigned int i;
 	int ret;
 
 	BENCH_GROUP(b, "read_lock+unlock", BENCH_THREADS(1, 2, 8), read);
+	BENCH_GROUP(b, "read side floor", BENCH_THREADS(1), read_floor);
 	for (i = 0; i < 3; i++) {
 		void *n = (void *) &idle_counts[i];
 		const struct bench_def sync[] = {

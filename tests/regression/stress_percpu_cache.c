@@ -156,7 +156,9 @@ static void idle_worker(struct stress_thread *t)
 
 static void phase(const char *name, unsigned int flags)
 {
-	struct urcu_percpu_cache_attr a = { .flags = flags, .cpu_max = 64 };
+	struct urcu_percpu_cache_attr a = {
+		.flags = flags | URCU_PERCPU_CACHE_STATS, .cpu_max = 64,
+	};
 	struct urcu_percpu_cache_stats st, full;
 	struct stress_report rep;
 	struct run *r = calloc(1, sizeof(*r));

@@ -54,6 +54,9 @@ static void test_api(void)
 	struct urcu_percpu_cache_attr bad_align = { .align = 24 };
 	struct urcu_percpu_cache_attr bad_batch = { .cpu_max = 8, .batch = 9 };
 	struct urcu_percpu_cache_attr bad_flag = { .flags = 1U << 20 };
+	struct urcu_percpu_cache_attr counted = {
+		.flags = URCU_PERCPU_CACHE_STATS,
+	};
 	struct urcu_percpu_cache_stats st;
 	struct urcu_percpu_cache *c;
 	void *o;
@@ -76,8 +79,8 @@ static void test_api(void)
 	errno = 0;
 	ok(urcu_percpu_cache_drain(NULL) == -1 && errno == EINVAL,
 		"drain(NULL): EINVAL");
-	c = urcu_percpu_cache_create(1, NULL);
-	ok(c != NULL, "create(1, NULL)");
+	c = urcu_percpu_cache_create(1, &counted);
+	ok(c != NULL, "create(1, STATS)");
 	if (!c)
 		bail_out("create failed");
 	errno = 0;
@@ -100,6 +103,17 @@ static void test_api(void)
 	urcu_percpu_cache_stats(c, &st);
 	ok(st.allocs == 1 && st.frees == 1, "stats count 1 alloc, 1 free");
 	ok(urcu_percpu_cache_destroy(c) == 0, "destroy once all is free");
+	c = urcu_percpu_cache_create(1, NULL);
+	if (!c)
+		bail_out("create failed");
+	o = urcu_percpu_cache_alloc(c);
+	urcu_percpu_cache_free(c, o);
+	urcu_percpu_cache_stats(c, &st);
+	ok(o && st.allocs == 0 && st.frees == 0 && st.objects > 0,
+		"without STATS: no alloc/free counts, object count kept "
+		"(%llu objects, %llu refills)", (unsigned long long) st.objects,
+		(unsigned long long) st.refills);
+	ok(urcu_percpu_cache_destroy(c) == 0, "destroy (not counted)");
 }
 
 static void test_align(size_t size, const struct urcu_percpu_cache_attr *a,
@@ -160,7 +174,8 @@ static void test_max_objects(void)
 
 static void test_resident(void)
 {
-	struct urcu_percpu_cache *c = urcu_percpu_cache_create(256, NULL);
+	struct urcu_percpu_cache_attr a = { .flags = URCU_PERCPU_CACHE_STATS };
+	struct urcu_percpu_cache *c = urcu_percpu_cache_create(256, &a);
 	struct urcu_percpu_cache_stats st;
 	long base, grown, after;
 	void **o = calloc(NR_BIG, sizeof(*o));
@@ -291,7 +306,8 @@ static void worker(struct stress_thread *t)
 static void test_stress(enum way w)
 {
 	struct urcu_percpu_cache_attr a = {
-		.flags = w == WAY_MM_CID ? URCU_PERCPU_MM_CID : 0,
+		.flags = URCU_PERCPU_CACHE_STATS
+			| (w == WAY_MM_CID ? URCU_PERCPU_MM_CID : 0),
 		.cpu_max = 32, .batch = 8,
 	};
 	struct urcu_percpu_cache_stats st;
@@ -342,7 +358,7 @@ int main(void)
 	struct urcu_percpu_cache_attr a256 = { .align = 256 };
 	int w;
 
-	plan_tests(12 + 4 + 3 + 6 + 3 * NR_WAYS);
+	plan_tests(14 + 4 + 3 + 6 + 3 * NR_WAYS);
 	test_api();
 	test_align(24, NULL, alignof(max_align_t), "default");
 	test_align(70, NULL, alignof(max_align_t), "default");

@@ -190,6 +190,54 @@ static void test_ops(int mode, const char *name)
 		free(sl);
 	}
 
+	/*
+	 * idx_cmpeqv_cmpeqv_storev: the per-index lock slot of the index it
+	 * runs on, reported through *index; word 0 is the lock, word 1 the
+	 * flag that must be clear.
+	 */
+	{
+		intptr_t *sl = calloc((size_t) nr_cpus * SLOT_STRIDE,
+				sizeof(intptr_t));
+		long stride = (long) (SLOT_STRIDE * sizeof(intptr_t));
+		int i, n = 0, changed = 0, got = -5;
+
+		while ((r = urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, sl, stride,
+				(long) sizeof(intptr_t), 0, 0, 7, &got))
+				== URCU_RSEQ_ABORTED)
+			;
+		for (i = 0; i < nr_cpus * SLOT_STRIDE; i++)
+			n += sl[i] != 0;
+		ok(r == URCU_RSEQ_COMMITTED && got >= 0 && got < nr_cpus
+			&& sl[got * SLOT_STRIDE] == 7 && n == 1,
+			"%s idx_cmpeqv_cmpeqv_storev stores at the index it "
+			"reports (%d)", name, got);
+		for (i = 0; i < nr_cpus; i++)
+			sl[i * SLOT_STRIDE] = 7;	/* every lock held */
+		while ((r = urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, sl, stride,
+				(long) sizeof(intptr_t), 0, 0, 8, &got))
+				== URCU_RSEQ_ABORTED)
+			;
+		for (i = 0; i < nr_cpus; i++)
+			changed += sl[i * SLOT_STRIDE] != 7;
+		ok(r == URCU_RSEQ_CMPFAIL && got >= 0 && !changed,
+			"%s idx_cmpeqv_cmpeqv_storev: first compare fails",
+			name);
+		for (i = 0; i < nr_cpus; i++) {
+			sl[i * SLOT_STRIDE] = 0;
+			sl[i * SLOT_STRIDE + 1] = 1;	/* every flag set */
+		}
+		while ((r = urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, sl, stride,
+				(long) sizeof(intptr_t), 0, 0, 9, &got))
+				== URCU_RSEQ_ABORTED)
+			;
+		for (i = 0; i < nr_cpus; i++)
+			changed += sl[i * SLOT_STRIDE] != 0;
+		ok(r == URCU_RSEQ_CMPFAIL && got >= 0 && !changed,
+			"%s idx_cmpeqv_cmpeqv_storev: second compare fails",
+			name);
+		free(sl);
+	}
+
 	/* An index that is not the current one must take the abort path. */
 	idx = urcu_rseq_index(mode);
 	r = urcu_rseq_addv(mode, &v, 1, idx + 100000);
@@ -206,16 +254,63 @@ struct ops_stress {
 	unsigned long aborts;
 	unsigned long adds;
 	unsigned long idx_fail;		/* idx_addv said "no rseq" */
+	intptr_t *locks;		/* { lock, remote, count, inside } per slot */
+	unsigned long locked;		/* lock sections committed */
+	unsigned long overlaps;		/* a holder found another inside */
+	unsigned long bad_idx;		/* committed, yet its slot not locked */
 };
+
+/*
+ * A per-index lock taken with idx_cmpeqv_cmpeqv_storev and released with a
+ * plain store by the holder (from whatever CPU it migrated to): a second
+ * holder of one slot would see "inside" set or lose a count.
+ */
+static void ops_lock_once(struct ops_stress *s, unsigned long *aborts,
+		unsigned long *locked)
+{
+	intptr_t *slot;
+	int idx = -1, r;
+
+	for (;;) {
+		r = urcu_rseq_idx_cmpeqv_cmpeqv_storev(s->mode, s->locks,
+				(long) (SLOT_STRIDE * sizeof(intptr_t)),
+				(long) sizeof(intptr_t), 0, 0, 1, &idx);
+		if (r == URCU_RSEQ_COMMITTED)
+			break;
+		if (r == URCU_RSEQ_ABORTED)
+			(*aborts)++;
+		else
+			sched_yield();	/* held by a preempted thread */
+	}
+	cmm_smp_mb();	/* acquire: pairs with the release before unlock */
+	if (idx < 0 || idx >= nr_cpus) {
+		uatomic_inc(&s->bad_idx);
+		return;
+	}
+	slot = &s->locks[idx * SLOT_STRIDE];
+	if (CMM_LOAD_SHARED(slot[0]) != 1)
+		uatomic_inc(&s->bad_idx);
+	if (CMM_LOAD_SHARED(slot[3]))
+		uatomic_inc(&s->overlaps);
+	CMM_STORE_SHARED(slot[3], 1);
+	slot[2]++;
+	caa_cpu_relax();
+	CMM_STORE_SHARED(slot[3], 0);
+	(*locked)++;
+	cmm_smp_mb();	/* release: pairs with the acquire above */
+	CMM_STORE_SHARED(slot[0], 0);
+}
 
 static void ops_stress_worker(struct stress_thread *t)
 {
 	struct ops_stress *s = t->arg;
-	unsigned long adds = 0, aborts = 0;
+	unsigned long adds = 0, aborts = 0, locked = 0;
 	int idx, r;
 
 	while (!stress_should_stop(t)) {
 		intptr_t node;
+
+		ops_lock_once(s, &aborts, &locked);
 
 		/* Add. */
 		for (;;) {
@@ -256,6 +351,7 @@ static void ops_stress_worker(struct stress_thread *t)
 	}
 	uatomic_add(&s->adds, adds);
 	uatomic_add(&s->aborts, aborts);
+	uatomic_add(&s->locked, locked);
 }
 
 static void test_ops_stress(int mode, const char *name)
@@ -269,6 +365,7 @@ static void test_ops_stress(int mode, const char *name)
 
 	s.slots = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
 	s.heads = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
+	s.locks = calloc((size_t) nr_cpus * SLOT_STRIDE, sizeof(intptr_t));
 	for (i = 0; i < NR_NODES; i++) {
 		cpu = i % nr_cpus;
 		nodes[i].id = i;
@@ -297,6 +394,15 @@ static void test_ops_stress(int mode, const char *name)
 	ok(sum == (intptr_t) s.adds && s.idx_fail == 0,
 		"%s: idx_addv adds sum exactly under signals and migrations",
 		name);
+	for (cpu = 0, sum = 0, i = 0; cpu < nr_cpus; cpu++) {
+		sum += s.locks[cpu * SLOT_STRIDE + 2];
+		i += s.locks[cpu * SLOT_STRIDE] != 0;
+	}
+	ok(sum == (intptr_t) s.locked && s.locked > 0 && s.overlaps == 0
+		&& s.bad_idx == 0 && i == 0,
+		"%s: idx_cmpeqv_cmpeqv_storev locks exclude under signals and "
+		"migrations (%lu locks, %lu overlaps, %lu wrong indexes)",
+		name, s.locked, s.overlaps, s.bad_idx);
 	ok(count == NR_NODES && dup == 0,
 		"%s: per-CPU lists keep every node once (%d)", name, count);
 	if (rep.signals > 1000)
@@ -305,6 +411,7 @@ static void test_ops_stress(int mode, const char *name)
 		skip(1, "too few signals delivered to expect aborts");
 	free(s.slots);
 	free(s.heads);
+	free(s.locks);
 	free(nodes);
 	free(seen);
 }
@@ -449,6 +556,17 @@ int main(void)
 		ok(urcu_rseq_index(URCU_RSEQ_INDEX_CPU) == -1,
 			"index -1 without rseq");
 		ok(urcu_rseq_mm_cid() == -1, "mm_cid -1 without rseq");
+		{
+			intptr_t sl[2] = { 0, 0 };
+			int got = 5;
+
+			ok(urcu_rseq_idx_cmpeqv_cmpeqv_storev(
+				URCU_RSEQ_INDEX_CPU, sl, 0,
+				(long) sizeof(intptr_t), 0, 0, 1, &got)
+				== URCU_RSEQ_CMPFAIL && got == -1 && sl[0] == 0,
+				"idx_cmpeqv_cmpeqv_storev without rseq: CMPFAIL, "
+				"index -1, nothing stored");
+		}
 		test_fork();
 		return exit_status();
 	}

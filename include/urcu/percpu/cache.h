@@ -76,6 +76,13 @@ extern "C" {
 /* attr.flags */
 /* URCU_PERCPU_MM_CID (common.h): one list per mm_cid instead of per CPU. */
 #define URCU_PERCPU_CACHE_CACHELINE	(1U << 8)	/* align to the cache line */
+/*
+ * Count every alloc and free (stats.allocs, stats.frees): one more rseq
+ * section on each fast path, about as much as the alloc or free itself.
+ * Without it those two read 0; the batch, memory and object statistics are
+ * kept either way (the slow paths count them).
+ */
+#define URCU_PERCPU_CACHE_STATS		(1U << 9)
 
 /* Zero fields take the defaults named here. */
 struct urcu_percpu_cache_attr {
@@ -87,8 +94,8 @@ struct urcu_percpu_cache_attr {
 };
 
 struct urcu_percpu_cache_stats {
-	uint64_t allocs;	/* successful allocs */
-	uint64_t frees;
+	uint64_t allocs;	/* successful allocs (URCU_PERCPU_CACHE_STATS) */
+	uint64_t frees;		/* (URCU_PERCPU_CACHE_STATS) */
 	uint64_t refills;	/* batches moved depot/slab -> CPU list */
 	uint64_t spills;	/* batches moved CPU list -> depot */
 	uint64_t resident_bytes;	/* slab pages touched and not released */
@@ -111,7 +118,7 @@ struct urcu_percpu_cache {
 	struct urcu_percpu_freelist *fl;
 	int mode;		/* URCU_RSEQ_INDEX_* or URCU_PERCPU_CACHE_LOCKED */
 	uintptr_t cpu_max;
-	struct urcu_percpu_counter *nr_allocs, *nr_frees;
+	struct urcu_percpu_counter *nr_allocs, *nr_frees; /* NULL: not counted */
 };
 
 /* NULL + errno: EINVAL (obj_size 0 or too big, bad attr), ENOMEM. */
@@ -147,7 +154,8 @@ static URCU_PERCPU_CACHE_INLINE void *urcu_percpu_cache_alloc(
 			urcu_percpu_freelist_pop_fast(c->fl, mode);
 
 		if (caa_likely(n)) {
-			urcu_percpu_counter_inc(c->nr_allocs);
+			if (c->nr_allocs)
+				urcu_percpu_counter_inc(c->nr_allocs);
 			return n;
 		}
 	}
@@ -185,7 +193,8 @@ static URCU_PERCPU_CACHE_INLINE void urcu_percpu_cache_free(
 			n->depth = depth;
 			if (caa_likely(urcu_rseq_cmpeqv_storev(mode, head, h,
 					(intptr_t) n, idx) == URCU_RSEQ_COMMITTED)) {
-				urcu_percpu_counter_inc(c->nr_frees);
+				if (c->nr_frees)
+					urcu_percpu_counter_inc(c->nr_frees);
 				return;
 			}
 		}

@@ -37,7 +37,9 @@
  *
  * The protocol
  *
- * Fast path (F), a thread on the shard's CPU, one rseq critical section:
+ * Fast path (F), a thread on the shard's CPU, one rseq critical section
+ * (idx_cmpeqv_cmpeqv_storev: the shard is the one of the CPU number read
+ * inside the section, so the thread runs on the shard's CPU by construction):
  *	if (lock != 0) fail; if (remote != 0) fail; commit: lock = 1;
  *	then the acquire fence A.
  * Compare-and-swap path (C), any thread, any shard:
@@ -47,6 +49,7 @@
  *	loop: uatomic_cmpxchg(&lock, 0, 2) (full barrier) with back-off.
  * Unlock (U), the holder: v = lock; release fence R; lock = 0 (plain
  *	store); if (v == 2) { barrier M2; uatomic_dec(&remote); }
+ *	(inline when v == 1, urcu_percpu_unlock_slow() otherwise).
  * A thread on the shard's CPU whose F fails on remote != 0 waits a little
  * (remote requests have priority), then takes C itself. Threads without
  * rseq always take C, on the shard of the CPU they run on. Without the RSEQ
@@ -114,6 +117,7 @@
 #define _URCU_PERCPU_LOCK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <urcu/arch.h>
 #include <urcu/compiler.h>
@@ -129,7 +133,8 @@ extern "C" {
 /* Internal layout, visible only for the inline fast paths below. */
 struct urcu_percpu_lock_shard {
 	intptr_t lock;		/* 0 free, 1 held (fast path), 2 held (CAS) */
-	intptr_t remote;	/* threads on the compare-and-swap path */
+	intptr_t remote;	/* threads on the compare-and-swap path;
+				   always 1 when the lock has no fast path */
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 #define _URCU_PERCPU_LOCK_FREE	0
@@ -137,6 +142,12 @@ struct urcu_percpu_lock_shard {
 #define _URCU_PERCPU_LOCK_CAS	2
 
 struct urcu_percpu_lock {
+	/*
+	 * @shards when the lock is indexed by CPU number, NULL when by
+	 * mm_cid: the inline lock chooses its section with this one load
+	 * instead of loading @mode and then @shards. Written once at create.
+	 */
+	struct urcu_percpu_lock_shard *cpu_shards;
 	struct urcu_percpu_lock_shard *shards;
 	int nr_shards;
 	int mode;		/* URCU_RSEQ_INDEX_CPU or _MM_CID */
@@ -166,24 +177,38 @@ URCU_RSEQ_API void urcu_percpu_unlock_all(struct urcu_percpu_lock *l);
 
 /* Slow paths of the inline functions. */
 URCU_RSEQ_API int urcu_percpu_lock_slow(struct urcu_percpu_lock *l);
+URCU_RSEQ_API void urcu_percpu_unlock_slow(struct urcu_percpu_lock *l, int cpu);
 URCU_RSEQ_API void urcu_percpu_lock_bad_shard(struct urcu_percpu_lock *l,
 		int cpu, const char *fn);
+
+/* One fast-path section on @base's shards (F in the header comment). */
+#define _URCU_PERCPU_LOCK_TRY(mode, base, idxp)				\
+	urcu_rseq_idx_cmpeqv_cmpeqv_storev(mode, base,			\
+		(long) sizeof(struct urcu_percpu_lock_shard),		\
+		(long) offsetof(struct urcu_percpu_lock_shard, remote),	\
+		_URCU_PERCPU_LOCK_FREE, 0, _URCU_PERCPU_LOCK_LOCAL, idxp)
 
 /* Locks the current CPU's shard; returns its index. */
 static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 {
-	struct urcu_percpu_lock_shard *s;
 	int idx;
 
-	if (caa_unlikely(!l->fast))
-		return urcu_percpu_lock_slow(l);
-	idx = urcu_rseq_index(l->mode);
-	if (caa_unlikely(idx < 0))
-		return urcu_percpu_lock_slow(l);
-	s = &l->shards[idx];
-	if (caa_likely(urcu_rseq_cmpeqv_cmpeqv_storev(l->mode, &s->lock,
-			_URCU_PERCPU_LOCK_FREE, &s->remote, 0,
-			_URCU_PERCPU_LOCK_LOCAL, idx) == URCU_RSEQ_COMMITTED)) {
+	/*
+	 * The section reads the CPU (or mm_cid) itself and finds the shard
+	 * from it: no separate index load and check before it. Not
+	 * registered yet, aborted, held, a remote request pending, or no
+	 * fast path for this lock (@remote is then stuck at 1): the slow
+	 * path sorts it out (and registers the thread).
+	 */
+	struct urcu_percpu_lock_shard *base = l->cpu_shards;
+	int r;
+
+	if (caa_likely(base))
+		r = _URCU_PERCPU_LOCK_TRY(URCU_RSEQ_INDEX_CPU, base, &idx);
+	else
+		r = _URCU_PERCPU_LOCK_TRY(URCU_RSEQ_INDEX_MM_CID, l->shards,
+				&idx);
+	if (caa_likely(r == URCU_RSEQ_COMMITTED)) {
 		_urcu_percpu_lock_acquire_fence();	/* A: pairs with R */
 		return idx;
 	}
@@ -194,27 +219,23 @@ static inline int urcu_percpu_lock(struct urcu_percpu_lock *l)
 static inline void urcu_percpu_unlock(struct urcu_percpu_lock *l, int cpu)
 {
 	struct urcu_percpu_lock_shard *s;
-	intptr_t v;
 
 	if (caa_unlikely((unsigned int) cpu >= (unsigned int) l->nr_shards)) {
 		urcu_percpu_lock_bad_shard(l, cpu, "urcu_percpu_unlock");
 		return;
 	}
 	s = &l->shards[cpu];
-	/* Ours while we hold it: nobody else writes it. */
-	v = CMM_LOAD_SHARED(s->lock);
-	if (caa_unlikely(v == _URCU_PERCPU_LOCK_FREE)) {
-		urcu_percpu_lock_bad_shard(l, cpu,
-				"urcu_percpu_unlock: shard not locked");
+	/*
+	 * Ours while we hold it: nobody else writes it. Taken by F (or by
+	 * compare-and-swap without the fence): no unit of @remote to give
+	 * back. Taken by C, or not held: urcu_percpu_unlock_slow().
+	 */
+	if (caa_likely(CMM_LOAD_SHARED(s->lock) == _URCU_PERCPU_LOCK_LOCAL)) {
+		_urcu_percpu_lock_release_fence(); /* R: pairs with A and C's cmpxchg */
+		CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
 		return;
 	}
-	_urcu_percpu_lock_release_fence();	/* R: pairs with A and C's cmpxchg */
-	CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
-	if (v == _URCU_PERCPU_LOCK_CAS) {
-		/* M2: the release is visible before our unit of @remote goes. */
-		cmm_smp_mb__before_uatomic_dec();
-		uatomic_dec(&s->remote);
-	}
+	urcu_percpu_unlock_slow(l, cpu);
 }
 
 #ifdef __cplusplus

@@ -58,6 +58,20 @@
  *	idx = current index;			(loaded inside the section)
  *	commit: *(intptr_t *)(base + idx * stride) += count;
  *
+ * idx_cmpeqv_cmpeqv_storev(base, stride, off2, expect, expect2, newv, index):
+ *	*index = -1;				(before the section)
+ *	if (this thread's rseq is not registered) return CMPFAIL;
+ *	*index = current index;			(loaded inside the section)
+ *	v = (intptr_t *)(base + *index * stride);
+ *	if (*v != expect) return CMPFAIL;
+ *	if (*(intptr_t *)((char *) v + off2) != expect2) return CMPFAIL;
+ *	commit: *v = newv;
+ *	(a lock word and its flag in a per-index slot: the caller learns the
+ *	slot it took from *index, and *index < 0 after CMPFAIL means "no rseq".
+ *	x86_64 with asm goto outputs keeps the index in a register and writes
+ *	*index after the commit, or on the compare-failure path: the caller
+ *	sees the same values.)
+ *
  * deref_addv is what lets the RSEQ fence retire a double buffer: an updater
  * swaps *ptrp, then calls urcu_rseq_fence(); a section that loaded the old
  * pointer either committed before the fence returned or is aborted and, on
@@ -127,6 +141,20 @@ URCU_RSEQ_API extern int urcu_rseq_fi_loops;
 #define URCU_RSEQ_FI_ENABLED 1
 #else
 #define URCU_RSEQ_FI_ENABLED 0
+#endif
+
+/*
+ * asm goto with output operands (GCC >= 11, clang >= 11): lets
+ * idx_cmpeqv_cmpeqv_storev hand its index back in a register on x86_64.
+ */
+#ifdef _URCU_RSEQ_ASM_GOTO_OUTPUT
+/* Set by the includer (the tests build the other form with 0). */
+#elif defined(__clang__)
+#define _URCU_RSEQ_ASM_GOTO_OUTPUT (__clang_major__ >= 11)
+#elif defined(__GNUC__)
+#define _URCU_RSEQ_ASM_GOTO_OUTPUT (__GNUC__ >= 11)
+#else
+#define _URCU_RSEQ_ASM_GOTO_OUTPUT 0
 #endif
 
 #ifdef __cplusplus
@@ -214,6 +242,15 @@ static inline int urcu_rseq_idx_addv(int mode, void *base, long stride,
 		intptr_t count)
 {
 	return _URCU_RSEQ_DISPATCH(idx_addv, mode, base, stride, count);
+}
+
+static inline int urcu_rseq_idx_cmpeqv_cmpeqv_storev(int mode, void *base,
+		long stride, long off2, intptr_t expect, intptr_t expect2,
+		intptr_t newv, int *index)
+{
+	*index = -1;
+	return _URCU_RSEQ_DISPATCH(idx_cmpeqv_cmpeqv_storev, mode, base,
+			stride, off2, expect, expect2, newv, index);
 }
 
 static inline int urcu_rseq_deref_addv(int mode, void *const *ptrp, long off,

@@ -12,9 +12,10 @@
  * lock[p] counts outermost read_lock() calls that took period p on that
  * CPU, unlock[p] counts the matching read_unlock() calls, which run on
  * whichever CPU the thread has migrated to. Only the totals over all CPUs
- * mean anything. Threads that cannot run rseq critical sections count with
- * atomic additions on one extra slot (index -1 of urcu_rseq_gp.cpus), never on
- * the per-CPU slots, which rseq threads update with plain stores.
+ * mean anything. Threads that cannot run rseq critical sections (and every
+ * thread where the system has no membarrier) count with atomic additions on
+ * one extra slot (index -1 of urcu_rseq_gp.cpus), never on the per-CPU
+ * slots, which rseq threads update with plain stores.
  *
  * Who may call what: read_lock/unlock/ongoing from any thread, at any time,
  * without registration, including from signal handlers (a section in a
@@ -49,27 +50,26 @@ struct urcu_rseq_gp_cpu {
  * period bit changes after initialization (two stores per grace period).
  */
 struct urcu_rseq_gp {
-	unsigned long period;		/* URCU_RSEQ_PERIOD | URCU_RSEQ_FULL_MB */
+	unsigned long period;		/* 0 or URCU_RSEQ_PERIOD */
 	struct urcu_rseq_gp_cpu *cpus;	/* slots -1 (fallback) .. nr_cpus - 1 */
 	int nr_cpus;
-	int has_membarrier;		/* 0: readers issue full barriers */
+	int has_membarrier;		/* 0: readers take the atomic path */
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 /*
- * Bits of urcu_rseq_gp.period, copied into a reader's ctr by its
- * outermost read_lock(): the period it counts in, and whether it must
- * issue full barriers (no membarrier; set once, before any reader). One
- * load gives read_lock() both, and read_unlock() finds both in ctr.
+ * Words of a slot, as indexes of intptr_t: an outermost read_lock() adds
+ * to word urcu_rseq_gp.period (lock[p]), its read_unlock() to word
+ * URCU_RSEQ_UNLOCK + p (unlock[p]).
  */
 #define URCU_RSEQ_PERIOD	1UL
-#define URCU_RSEQ_FULL_MB	2UL
-#define URCU_RSEQ_GP_BITS	(URCU_RSEQ_PERIOD | URCU_RSEQ_FULL_MB)
+#define URCU_RSEQ_UNLOCK	2UL
 
 /*
  * Per-thread reader state in one word, so that a signal handler sees
- * either "not in a section" or a complete (nesting, bits) pair:
- * ctr = nesting * URCU_RSEQ_NEST_ONE + the period bits of the outermost
- * section.
+ * either "not in a section" (0) or a complete (nesting, period) pair:
+ * ctr = (nesting - 1) * URCU_RSEQ_NEST_ONE + URCU_RSEQ_UNLOCK + p, the
+ * word the outermost read_unlock() adds to. Only an outermost section has
+ * ctr below URCU_RSEQ_NEST_ONE.
  */
 struct urcu_rseq_reader {
 	unsigned long ctr;
@@ -81,43 +81,74 @@ URCU_RSEQ_API extern struct urcu_rseq_gp urcu_rseq_gp;
 URCU_RSEQ_API extern DECLARE_URCU_TLS(struct urcu_rseq_reader, urcu_rseq_reader);
 
 /*
- * Replaces the grace period's membarrier where the system has none. Pairs
- * with the full barrier the grace period then issues in its place.
+ * Where the read side finds the calling thread's rseq area: an offset from
+ * the thread pointer, set by the library's constructor before any reader
+ * can run and never changed. It is urcu_rseq_offset, or, where the system
+ * has no membarrier, a per-thread stand-in whose cpu_id says "not
+ * registered", so that every count takes the atomic path, which issues the
+ * full barriers the grace period then relies on.
  */
-static inline void _urcu_rseq_smp_mb_slave(unsigned long bits)
-{
-	if (caa_unlikely(bits & URCU_RSEQ_FULL_MB))
-		cmm_smp_mb();
-	else
-		cmm_barrier();
-}
+URCU_RSEQ_API extern ptrdiff_t urcu_rseq_reader_offset;
 
 /*
- * Adds 1 to word @word (0..3) of this CPU's slot: one idx_addv section,
- * which reads the CPU number itself. The slots exist from the library's
- * constructor on (it runs before any code that can call the read side),
- * so urcu_rseq_gp.cpus is never NULL here.
+ * The read side's area, computed so that the compiler may keep it in a
+ * register across a function: both the thread pointer and the offset are
+ * constants to the compiler here (the offset is the same object as
+ * urcu_rseq_reader_offset, seen through a const declaration; the library
+ * writes it once, in a constructor). Why it matters: the store that opens
+ * a section, and the loads after it, wait for the area's address;
+ * recomputed from two dependent loads in each section, it costs more than
+ * the rest of the section (doc/urcu-rseq.md, "What it costs").
  */
-static inline void _urcu_rseq_count(size_t word)
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 \
+		&& (defined(__x86_64__) || defined(__aarch64__)) \
+		&& !defined(URCU_RSEQ_READER_OFFSET_WRITER)
+URCU_RSEQ_API extern const ptrdiff_t _urcu_rseq_reader_offset_fixed
+	__asm__("urcu_rseq_reader_offset");
+
+static inline struct urcu_rseq_abi *_urcu_rseq_reader_area(void)
+{
+	return (struct urcu_rseq_abi *) ((char *) __builtin_thread_pointer()
+			+ _urcu_rseq_reader_offset_fixed);
+}
+#else
+static inline struct urcu_rseq_abi *_urcu_rseq_reader_area(void)
+{
+	return (struct urcu_rseq_abi *) ((char *) urcu_rseq_thread_pointer()
+			+ urcu_rseq_reader_offset);
+}
+#endif
+
+URCU_RSEQ_API void urcu_rseq_read_count_slow(intptr_t *word);
+
+/*
+ * Adds 1 to word @word of this CPU's slot: one idx_addv section, which
+ * reads the CPU number itself. The slots exist from the library's
+ * constructor on (it runs before any code that can call the read side),
+ * so urcu_rseq_gp.cpus is never NULL here. CMPFAIL: the area is not
+ * registered (not yet, or it is the stand-in); the slow path registers the
+ * thread if it can, else counts on the fallback slot.
+ */
+static inline void _urcu_rseq_count(struct urcu_rseq_abi *rs,
+		unsigned long word)
 {
 	intptr_t *base = (intptr_t *) urcu_rseq_gp.cpus + word;
 	int r;
 
 	do {
-		r = urcu_rseq_idx_addv(URCU_RSEQ_INDEX_CPU, base,
+		r = _urcu_rseq_idx_addv_cpu(rs, base,
 				(long) sizeof(struct urcu_rseq_gp_cpu), 1);
 		if (caa_likely(r == URCU_RSEQ_COMMITTED))
 			return;
-	} while (r == URCU_RSEQ_ABORTED
-			|| urcu_rseq_index(URCU_RSEQ_INDEX_CPU) >= 0);
-	/* No rseq for this thread: the fallback slot, atomically. */
-	uatomic_add((intptr_t *) ((struct urcu_rseq_gp_cpu *) base - 1), 1);
+	} while (r == URCU_RSEQ_ABORTED);
+	urcu_rseq_read_count_slow(base);
 }
 
 static inline void _urcu_rseq_read_lock(void)
 {
+	struct urcu_rseq_abi *rs = _urcu_rseq_reader_area();
 	unsigned long ctr = CMM_LOAD_SHARED(URCU_TLS(urcu_rseq_reader).ctr);
-	unsigned long bits;
+	unsigned long p;
 
 	if (caa_unlikely(ctr != 0)) {
 		/*
@@ -128,41 +159,44 @@ static inline void _urcu_rseq_read_lock(void)
 				ctr + URCU_RSEQ_NEST_ONE);
 		return;
 	}
-	bits = CMM_LOAD_SHARED(urcu_rseq_gp.period) & URCU_RSEQ_GP_BITS;
-	_urcu_rseq_count(bits & URCU_RSEQ_PERIOD);
+	p = CMM_LOAD_SHARED(urcu_rseq_gp.period);
+	_urcu_rseq_count(rs, p);
 	/*
 	 * The lock count is in place before any access of the section and
 	 * before ctr says "inside": a signal handler that runs before the
 	 * store below sees ctr == 0 and counts its own section. Pairs with
 	 * the membarrier between the unlock and lock sums of the grace period
-	 * (see src/urcu-rseq.c, "B").
+	 * (see src/urcu-rseq.c, "B"); without membarrier, the count took the
+	 * atomic path, whose full barrier after the addition pairs with the
+	 * grace period's full barrier instead.
 	 */
-	_urcu_rseq_smp_mb_slave(bits);
-	CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr,
-			URCU_RSEQ_NEST_ONE | bits);
+	cmm_barrier();
+	CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr, URCU_RSEQ_UNLOCK + p);
 	cmm_barrier();
 }
 
 static inline void _urcu_rseq_read_unlock(void)
 {
+	struct urcu_rseq_abi *rs = _urcu_rseq_reader_area();
 	unsigned long ctr = CMM_LOAD_SHARED(URCU_TLS(urcu_rseq_reader).ctr);
 
-	if (caa_unlikely((ctr & ~URCU_RSEQ_GP_BITS) != URCU_RSEQ_NEST_ONE)) {
+	if (caa_unlikely(ctr >= URCU_RSEQ_NEST_ONE)) {
 		CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr,
 				ctr - URCU_RSEQ_NEST_ONE);
 		return;
 	}
 	/*
 	 * Every access of the section comes before the unlock count. Pairs
-	 * with the membarrier of the grace period ("A" in src/urcu-rseq.c).
-	 * ctr goes to 0 before the count so that a handler running between
-	 * the two counts its own section instead of nesting in one that is
-	 * about to end.
+	 * with the membarrier of the grace period ("A" in src/urcu-rseq.c);
+	 * without membarrier, with the full barrier the atomic path issues
+	 * before the addition. ctr goes to 0 before the count so that a
+	 * handler running between the two counts its own section instead of
+	 * nesting in one that is about to end.
 	 */
-	_urcu_rseq_smp_mb_slave(ctr);
+	cmm_barrier();
 	CMM_STORE_SHARED(URCU_TLS(urcu_rseq_reader).ctr, 0);
 	cmm_barrier();
-	_urcu_rseq_count(2 + (ctr & URCU_RSEQ_PERIOD));
+	_urcu_rseq_count(rs, ctr);
 }
 
 static inline int _urcu_rseq_read_ongoing(void)

@@ -58,6 +58,14 @@
 #define _URCU_RSEQ_FI_CLOBBER
 #endif
 
+/*
+ * The index of the idx_ operations, once cpu_id (in x17) has shown the
+ * area registered: in CPU mode that load is the index already.
+ */
+#define _URCU_RSEQ_IDX_LOAD_cpu
+#define _URCU_RSEQ_IDX_LOAD_mm_cid					\
+	"ldr w17, [%[rs], #" _URCU_RSEQ_STR(URCU_RSEQ_OFF_MM_CID) "]\n\t"
+
 #define _URCU_RSEQ_DEFINE_OPS(suffix, field)				\
 static inline int _urcu_rseq_cmpeqv_storev_##suffix(			\
 		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expect,	\
@@ -222,7 +230,7 @@ static inline int _urcu_rseq_idx_addv_##suffix(				\
 		"ldrsw x17, [%[rs], #"					\
 			_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t"	\
 		"tbnz x17, #63, %l[cmpfail]\n\t"			\
-		"ldr w17, [%[rs], #" _URCU_RSEQ_STR(field) "]\n\t"	\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
 		"madd x17, x17, %[stride], %[base]\n\t"		\
 		"ldr x16, [x17]\n\t"					\
 		"add x16, x16, %[count]\n\t"				\
@@ -232,6 +240,43 @@ static inline int _urcu_rseq_idx_addv_##suffix(				\
 		: /* no outputs */					\
 		: [rs] "r" (rs), [base] "r" (base),			\
 		  [stride] "r" (stride), [count] "r" (count)		\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "x16", "x17" _URCU_RSEQ_FI_CLOBBER	\
+		: abort, cmpfail);					\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
+}									\
+									\
+static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
+		struct urcu_rseq_abi *rs, void *base, long stride,	\
+		long off2, intptr_t expect, intptr_t expect2,		\
+		intptr_t newv, int *index)				\
+{									\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_START					\
+		"ldrsw x17, [%[rs], #"					\
+			_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t"	\
+		"tbnz x17, #63, %l[cmpfail]\n\t"			\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
+		"str w17, %[index]\n\t"				\
+		"madd x17, x17, %[stride], %[base]\n\t"		\
+		"ldr x16, [x17]\n\t"					\
+		"cmp x16, %[expect]\n\t"				\
+		"b.ne %l[cmpfail]\n\t"					\
+		"ldr x16, [x17, %[off2]]\n\t"				\
+		"cmp x16, %[expect2]\n\t"				\
+		"b.ne %l[cmpfail]\n\t"					\
+		_URCU_RSEQ_INJECT					\
+		"str %[newv], [x17]\n\t"				\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [base] "r" (base),			\
+		  [stride] "r" (stride), [off2] "r" (off2),		\
+		  [expect] "r" (expect), [expect2] "r" (expect2),	\
+		  [newv] "r" (newv), [index] "Q" (*index)		\
 		  _URCU_RSEQ_FI_IN					\
 		: "memory", "cc", "x16", "x17" _URCU_RSEQ_FI_CLOBBER	\
 		: abort, cmpfail);					\

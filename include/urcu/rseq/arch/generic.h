@@ -2,7 +2,7 @@
 /*
  * urcu/rseq/arch/generic.h - architectures without critical-section
  * assembly. urcu_rseq_index() is always -1 there, so no operation below is
- * ever reached (idx_addv, which takes no index, answers CMPFAIL, "this
+ * ever reached (the idx_ operations, which take no index, answer CMPFAIL, "this
  * thread cannot run sections"): every primitive runs its atomic fallback (see the
  * urcu_rseq_atomic_* forms in urcu/rseq/ops.h). They exist so that code
  * written for the rseq path compiles unchanged.
@@ -39,6 +39,11 @@ static inline int _urcu_rseq_cmpeqv_trystorev_storev_##suffix(		\
 static inline int _urcu_rseq_idx_addv_##suffix(				\
 		struct urcu_rseq_abi *rs, void *base, long stride,	\
 		intptr_t count)						\
+{ return URCU_RSEQ_CMPFAIL; }						\
+static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
+		struct urcu_rseq_abi *rs, void *base, long stride,	\
+		long off2, intptr_t expect, intptr_t expect2,		\
+		intptr_t newv, int *index)				\
 { return URCU_RSEQ_CMPFAIL; }
 
 _URCU_RSEQ_DEFINE_OPS(cpu)

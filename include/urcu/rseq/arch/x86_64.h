@@ -70,6 +70,113 @@
 #define _URCU_RSEQ_FI_CLOBBER
 #endif
 
+/*
+ * The index of the idx_ operations, once cpu_id (in %rax) has shown the
+ * area registered: in CPU mode that load is the index already.
+ */
+#define _URCU_RSEQ_IDX_LOAD_cpu
+#define _URCU_RSEQ_IDX_LOAD_mm_cid					\
+	"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_MM_CID) "(%[rs]), %%rax\n\t"
+
+/*
+ * idx_addv's section, with @scale_insn turning the index in %rax into a
+ * byte offset. A stride that is a power of two known at compile time is a
+ * shift (one cycle, against three for imul on the path to the add);
+ * _URCU_RSEQ_LOG2 is a constant expression even where the optimizer does
+ * not run, so the "i" operand compiles at -O0 too (the branch is then
+ * never taken).
+ */
+#define _URCU_RSEQ_POW2(x)						\
+	(__builtin_constant_p(x) && (x) > 0 && ((x) & ((x) - 1)) == 0)
+#define _URCU_RSEQ_LOG2(x)						\
+	(__builtin_constant_p(x) && (x) > 0 ? __builtin_ctzl(x) : 0)
+
+#define _URCU_RSEQ_IDX_ADDV(suffix, scale_insn, scale_op)		\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_START					\
+		"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID)		\
+			"(%[rs]), %%rax\n\t"				\
+		"testq %%rax, %%rax\n\t"				\
+		"js %l[cmpfail]\n\t"					\
+		_URCU_RSEQ_IDX_LOAD_##suffix				\
+		scale_insn						\
+		_URCU_RSEQ_INJECT					\
+		"addq %[count], (%[base], %%rax)\n\t"			\
+		_URCU_RSEQ_CS_END					\
+		: /* no outputs */					\
+		: [rs] "r" (rs), [base] "r" (base), scale_op,		\
+		  [count] "er" (count)					\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail)
+
+/*
+ * idx_cmpeqv_cmpeqv_storev's section. Where the compiler takes outputs
+ * from asm goto (_URCU_RSEQ_ASM_GOTO_OUTPUT) the index comes back in a
+ * register on the commit path; when a comparison fails, the out-of-line
+ * label 7 stores it to a local of the operation, which the C code copies
+ * to *index: the caller's index never has to live in memory. Elsewhere
+ * the section stores it to *index before the comparisons. Either way
+ * *index keeps the caller's -1 when cpu_id shows no registration.
+ */
+#if _URCU_RSEQ_ASM_GOTO_OUTPUT
+#define _URCU_RSEQ_IDXO_DECL	long _idx; int _fidx;
+#define _URCU_RSEQ_IDXO_LOAD_cpu
+#define _URCU_RSEQ_IDXO_LOAD_mm_cid					\
+	"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_MM_CID) "(%[rs]), %[i]\n\t"
+#define _URCU_RSEQ_IDXO_LOAD(suffix)					\
+	"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "(%[rs]), %[i]\n\t" \
+	"testq %[i], %[i]\n\t"						\
+	"js %l[cmpfail]\n\t"						\
+	_URCU_RSEQ_IDXO_LOAD_##suffix					\
+	"movq %[i], %%rax\n\t"
+#define _URCU_RSEQ_IDXO_FAIL	"movl %k[i], %[fidx]\n\t"
+#define _URCU_RSEQ_IDXO_OUT	[i] "=&r" (_idx)
+#define _URCU_RSEQ_IDXO_IN	[fidx] "m" (_fidx)
+#define _URCU_RSEQ_IDXO_SET	*index = (int) _idx;
+#define _URCU_RSEQ_IDXO_FAILSET	*index = _fidx;
+#else
+#define _URCU_RSEQ_IDXO_DECL
+#define _URCU_RSEQ_IDXO_LOAD(suffix)					\
+	"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "(%[rs]), %%rax\n\t" \
+	"testq %%rax, %%rax\n\t"					\
+	"js %l[cmpfail]\n\t"						\
+	_URCU_RSEQ_IDX_LOAD_##suffix					\
+	"movl %%eax, %[fidx]\n\t"
+#define _URCU_RSEQ_IDXO_FAIL
+#define _URCU_RSEQ_IDXO_OUT
+#define _URCU_RSEQ_IDXO_IN	[fidx] "m" (*index)
+#define _URCU_RSEQ_IDXO_SET
+#define _URCU_RSEQ_IDXO_FAILSET
+#endif
+
+#define _URCU_RSEQ_IDX_CMPEQV2(suffix, scale_insn, scale_op)		\
+	__asm__ __volatile__ goto (					\
+		_URCU_RSEQ_CS_START					\
+		_URCU_RSEQ_IDXO_LOAD(suffix)				\
+		scale_insn						\
+		"addq %[base], %%rax\n\t"				\
+		"cmpq %[expect], (%%rax)\n\t"				\
+		"jnz 7f\n\t"						\
+		"cmpq %[expect2], (%%rax, %[off2])\n\t"		\
+		"jnz 7f\n\t"						\
+		_URCU_RSEQ_INJECT					\
+		"movq %[newv], (%%rax)\n\t"				\
+		_URCU_RSEQ_CS_END					\
+		".pushsection __rseq_failure, \"ax\"\n\t"		\
+		"7:\n\t"							\
+		_URCU_RSEQ_IDXO_FAIL					\
+		"jmp %l[cmpidx]\n\t"					\
+		".popsection\n\t"					\
+		: _URCU_RSEQ_IDXO_OUT					\
+		: [rs] "r" (rs), [base] "r" (base), scale_op,		\
+		  [off2] "r" (off2), [expect] "er" (expect),		\
+		  [expect2] "er" (expect2), [newv] "r" (newv),		\
+		  _URCU_RSEQ_IDXO_IN					\
+		  _URCU_RSEQ_FI_IN					\
+		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
+		: abort, cmpfail, cmpidx)
+
 #define _URCU_RSEQ_DEFINE_OPS(suffix, field)				\
 static inline int _urcu_rseq_cmpeqv_storev_##suffix(			\
 		struct urcu_rseq_abi *rs, intptr_t *v, intptr_t expect,	\
@@ -222,26 +329,39 @@ static inline int _urcu_rseq_idx_addv_##suffix(				\
 		struct urcu_rseq_abi *rs, void *base, long stride,	\
 		intptr_t count)						\
 {									\
-	__asm__ __volatile__ goto (					\
-		_URCU_RSEQ_CS_START					\
-		"movslq " _URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID)		\
-			"(%[rs]), %%rax\n\t"				\
-		"testq %%rax, %%rax\n\t"				\
-		"js %l[cmpfail]\n\t"					\
-		"movslq " _URCU_RSEQ_STR(field) "(%[rs]), %%rax\n\t"	\
-		"imulq %[stride], %%rax\n\t"				\
-		_URCU_RSEQ_INJECT					\
-		"addq %[count], (%[base], %%rax)\n\t"			\
-		_URCU_RSEQ_CS_END					\
-		: /* no outputs */					\
-		: [rs] "r" (rs), [base] "r" (base),			\
-		  [stride] "er" (stride), [count] "er" (count)		\
-		  _URCU_RSEQ_FI_IN					\
-		: "memory", "cc", "rax" _URCU_RSEQ_FI_CLOBBER		\
-		: abort, cmpfail);					\
+	if (_URCU_RSEQ_POW2(stride))					\
+		_URCU_RSEQ_IDX_ADDV(suffix, "shlq %[scale], %%rax\n\t",	\
+			[scale] "i" (_URCU_RSEQ_LOG2(stride)));		\
+	else								\
+		_URCU_RSEQ_IDX_ADDV(suffix, "imulq %[scale], %%rax\n\t",	\
+			[scale] "er" (stride));				\
 	return URCU_RSEQ_COMMITTED;					\
 abort:									\
 	return URCU_RSEQ_ABORTED;					\
+cmpfail:								\
+	return URCU_RSEQ_CMPFAIL;					\
+}									\
+									\
+static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
+		struct urcu_rseq_abi *rs, void *base, long stride,	\
+		long off2, intptr_t expect, intptr_t expect2,		\
+		intptr_t newv, int *index)				\
+{									\
+	_URCU_RSEQ_IDXO_DECL						\
+									\
+	if (_URCU_RSEQ_POW2(stride))					\
+		_URCU_RSEQ_IDX_CMPEQV2(suffix, "shlq %[scale], %%rax\n\t", \
+			[scale] "i" (_URCU_RSEQ_LOG2(stride)));		\
+	else								\
+		_URCU_RSEQ_IDX_CMPEQV2(suffix, "imulq %[scale], %%rax\n\t", \
+			[scale] "er" (stride));				\
+	_URCU_RSEQ_IDXO_SET						\
+	return URCU_RSEQ_COMMITTED;					\
+abort:									\
+	return URCU_RSEQ_ABORTED;					\
+cmpidx:									\
+	_URCU_RSEQ_IDXO_FAILSET						\
+	return URCU_RSEQ_CMPFAIL;					\
 cmpfail:								\
 	return URCU_RSEQ_CMPFAIL;					\
 }
