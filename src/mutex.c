@@ -21,8 +21,9 @@
  *   it sleeps, or that enters the hand-off slot: so the sleepers that a
  *   set awake bit leaves asleep all went to sleep before it was set, and
  *   whoever set it is awake, or was woken for it;
- * - an unlock whose wake-up found nobody asleep clears the bit it set if
- *   the word has not changed since (a leftover bit only costs wake-ups).
+ * - an unlock whose wake-up found nobody asleep clears the bit again.
+ * Clearing the bit is always safe (it only costs a wake-up), so whoever is
+ * unsure whether the bit stands for it clears it.
  *
  * Owner ids index a registry of per-thread descriptors, allocated on a
  * thread's first lock and recycled at its exit, never freed, so a waiter
@@ -675,13 +676,18 @@ static int unlock_slow(struct urcu_mutex *m, uint32_t id, int32_t s)
 	}
 	if ((s & (STATE_SLEEPERS | STATE_AWAKE)) != STATE_SLEEPERS)
 		return 0;
+	if (urcu_rseq_futex_wake(&m->state, 1))
+		return 0;
 	/*
 	 * Nobody was asleep (the sleepers left, or are still on their way
-	 * and see the word changed): drop the awake bit we set, unless the
-	 * word moved on, so that it does not keep the fast paths off.
+	 * and see the word changed): drop the awake bit we set, so that it
+	 * does not outlive every waiter (destroy would see it). Clearing it
+	 * is always safe: a spinner that set it since sets it again.
 	 */
-	if (!urcu_rseq_futex_wake(&m->state, 1))
-		(void) uatomic_cmpxchg(&m->state, STATE_AWAKE, 0);
+	s = CMM_LOAD_SHARED(m->state);
+	while ((s & STATE_AWAKE)
+			&& (old = uatomic_cmpxchg(&m->state, s, s & ~STATE_AWAKE)) != s)
+		s = old;
 	return 0;
 }
 
