@@ -50,8 +50,9 @@
 #define NR_CHUNKS		4096	/* 1 M thread ids alive at once */
 
 #define DEFAULT_SPIN_NS		100000
-/* Longest hold sample the average takes in. */
+/* Longest hold sample the average takes in, and its clip above 4 x avg. */
 #define HOLD_SAMPLE_MAX_NS	80000
+#define HOLD_CLIP_SLACK_NS	1000
 /* A hold is "too long" past max(HOLD_FLOOR_NS, HOLD_FACTOR * average). */
 #define HOLD_FLOOR_NS		4000
 #define HOLD_FACTOR		8
@@ -322,15 +323,31 @@ static inline bool try_take(struct urcu_mutex *m, int32_t s, uint32_t id,
 	return true;
 }
 
-static void update_hold_average(struct urcu_mutex *m, int64_t sample)
+/* The waiter's running hold average @avg after one more @sample. */
+static uint32_t hold_average(uint32_t avg, int64_t sample)
 {
-	uint32_t avg = CMM_LOAD_SHARED(m->hold_ns);
-
+	/*
+	 * Clipped near the average: a hold stretched by the owner's
+	 * preemption, or a rare long section, must not teach waiters to
+	 * spin through the next one. A steady longer hold still raises the
+	 * average by more than a third per sample.
+	 */
+	if (sample > (int64_t) avg * 4 + HOLD_CLIP_SLACK_NS)
+		sample = (int64_t) avg * 4 + HOLD_CLIP_SLACK_NS;
 	if (sample > HOLD_SAMPLE_MAX_NS)
 		sample = HOLD_SAMPLE_MAX_NS;
-	/* Racy on purpose: an estimate; a lost update costs nothing. */
-	CMM_STORE_SHARED(m->hold_ns, (uint32_t) ((int64_t) avg
-			+ (sample - (int64_t) avg) / 8));
+	return (uint32_t) ((int64_t) avg + (sample - (int64_t) avg) / 8);
+}
+
+/*
+ * Publish a waiter's hold average once, when its spin ends: a store at
+ * every poll would take the lock's cache line from the owner each time.
+ * Racy on purpose: an estimate; a lost update costs nothing.
+ */
+static void publish_hold_average(struct urcu_mutex *m, uint32_t avg)
+{
+	if (avg != CMM_LOAD_SHARED(m->hold_ns))
+		CMM_STORE_SHARED(m->hold_ns, avg);
 }
 
 /*
@@ -349,13 +366,15 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 		bool *awake)
 {
 	unsigned int sig = mutex_signals(m), gap = 1, i;
-	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit;
+	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit, avg;
 	int64_t start, now, seen_at;
+	bool taken = false;
 	int32_t s;
 
 	if (!cap)
 		cap = DEFAULT_SPIN_NS;
-	limit = CMM_LOAD_SHARED(m->hold_ns) * HOLD_FACTOR;
+	avg = CMM_LOAD_SHARED(m->hold_ns);
+	limit = avg * HOLD_FACTOR;
 	if (limit < HOLD_FLOOR_NS)
 		limit = HOLD_FLOOR_NS;
 	start = seen_at = urcu_rseq_now_ns(CLOCK_MONOTONIC);
@@ -363,38 +382,42 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 	for (;;) {
 		s = CMM_LOAD_SHARED(m->state);
 		if (!owner_of(s)) {
-			if (try_take(m, s, id, extra, *awake))
-				return true;
+			if (try_take(m, s, id, extra, *awake)) {
+				taken = true;
+				break;
+			}
 			continue;
 		}
 		if (s & STATE_HANDOFF)
-			return false;	/* nobody may barge: no use spinning */
+			break;	/* nobody may barge: no use spinning */
 		if (!(s & STATE_AWAKE)) {
 			if (uatomic_cmpxchg(&m->state, s, s | STATE_AWAKE) != s)
 				continue;
 			*awake = true;
 		}
 		if (sig && owner_off_cpu(owner_of(s), sig))
-			return false;
+			break;
 		for (i = 0; i < gap; i++)
 			caa_cpu_relax();
 		if (gap < POLL_GAP_MAX)
 			gap <<= 1;
 		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
 		if (now - start > (int64_t) cap)
-			return false;
+			break;
 		if (!sig)
 			continue;
 		if (CMM_LOAD_SHARED(m->seq) != seen_seq) {
 			if (seen_at != start)
-				update_hold_average(m, now - seen_at);
+				avg = hold_average(avg, now - seen_at);
 			seen_seq = CMM_LOAD_SHARED(m->seq);
 			seen_at = now;
 		} else if ((sig & URCU_MUTEX_OWNER_HOLD_TIME)
 				&& now - seen_at > (int64_t) limit) {
-			return false;
+			break;
 		}
 	}
+	publish_hold_average(m, avg);
+	return taken;
 }
 
 static int futex_sleep(struct urcu_mutex_thread *me, int32_t *word,
