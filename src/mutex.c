@@ -53,6 +53,16 @@
 /* Longest hold sample the average takes in, and its clip above 4 x avg. */
 #define HOLD_SAMPLE_MAX_NS	80000
 #define HOLD_CLIP_SLACK_NS	1000
+/*
+ * A spin of at least SHARE_MIN_WALL_NS that got less than 3/4 of a CPU
+ * (thread CPU time against wall time) was preempted: the CPUs, or this
+ * process's share of them, are contended, and spinning now takes time
+ * the owner needs. For CONTENDED_NS after that, spins are capped at
+ * CONTENDED_SPIN_NS.
+ */
+#define SHARE_MIN_WALL_NS	20000
+#define CONTENDED_NS		10000000
+#define CONTENDED_SPIN_NS	2000
 /* A hold is "too long" past max(HOLD_FLOOR_NS, HOLD_FACTOR * average). */
 #define HOLD_FLOOR_NS		4000
 #define HOLD_FACTOR		8
@@ -96,6 +106,8 @@ static __thread struct urcu_mutex_thread *self;
  * line waiters write (peekers) while they watch the owner.
  */
 static __thread uint32_t self_id;
+/* Until when this thread's spins are capped short (see CONTENDED_NS). */
+static __thread int64_t contended_until;
 
 static bool kernel_backend;
 
@@ -350,6 +362,22 @@ static void publish_hold_average(struct urcu_mutex *m, uint32_t avg)
 		CMM_STORE_SHARED(m->hold_ns, avg);
 }
 
+static inline int64_t thread_cpu_ns(void)
+{
+	return urcu_rseq_now_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* After a spin from @start to @end (wall), begun at thread CPU time @cpu0. */
+static void note_cpu_share(int64_t start, int64_t end, int64_t cpu0)
+{
+	int64_t wall = end - start;
+
+	if (wall < SHARE_MIN_WALL_NS)
+		return;
+	if ((thread_cpu_ns() - cpu0) * 4 < wall * 3)
+		contended_until = end + CONTENDED_NS;
+}
+
 /*
  * Spin while the owner looks running. Returns true with the lock taken,
  * false when the waiter should sleep. While it spins the waiter keeps
@@ -367,17 +395,20 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 {
 	unsigned int sig = mutex_signals(m), gap = 1, i;
 	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit, avg;
-	int64_t start, now, seen_at;
+	int64_t start, now, seen_at, cpu0;
 	bool taken = false;
 	int32_t s;
 
 	if (!cap)
 		cap = DEFAULT_SPIN_NS;
 	avg = CMM_LOAD_SHARED(m->hold_ns);
+	cpu0 = thread_cpu_ns();
 	limit = avg * HOLD_FACTOR;
 	if (limit < HOLD_FLOOR_NS)
 		limit = HOLD_FLOOR_NS;
-	start = seen_at = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+	start = seen_at = now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+	if (start < contended_until && cap > CONTENDED_SPIN_NS)
+		cap = CONTENDED_SPIN_NS;
 	seen_seq = CMM_LOAD_SHARED(m->seq);
 	for (;;) {
 		s = CMM_LOAD_SHARED(m->state);
@@ -417,6 +448,7 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 		}
 	}
 	publish_hold_average(m, avg);
+	note_cpu_share(start, now, cpu0);
 	return taken;
 }
 
