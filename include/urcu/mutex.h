@@ -59,7 +59,10 @@ extern "C" {
 		| URCU_MUTEX_OWNER_HOLD_TIME)
 #define URCU_MUTEX_OWNER_ALL		(URCU_MUTEX_OWNER_DEFAULT	\
 		| URCU_MUTEX_OWNER_PROC_STAT)
-/* Owner-running test off: spin a fixed time, then sleep (the ablation). */
+/*
+ * Owner-running test off: spin a fixed time, then sleep (the ablation).
+ * The short cap after a preempted spin (doc/mutex.md) still applies.
+ */
 #define URCU_MUTEX_OWNER_NONE		0U
 
 /* Waiting time after which a waiter asks for a hand-off. */
