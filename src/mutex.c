@@ -3,9 +3,27 @@
  * Adaptive mutex: waiters spin only while the owner is running.
  *
  * Lock word (m->state): owner id in the low bits (0: unlocked), STATE_SLEEPERS
- * (some thread may sleep on the word: unlock must FUTEX_WAKE) and
- * STATE_HANDOFF (a waiter that waited too long sits in m->handoff: the next
- * unlock gives it the lock instead of releasing it).
+ * (some thread may sleep on the word), STATE_AWAKE (a waiter is awake and
+ * watches the word) and STATE_HANDOFF (a waiter that waited too long sits
+ * in m->handoff: the next unlock gives it the lock instead of releasing it).
+ *
+ * Unlock wakes a sleeper only when the sleepers bit is set and the awake
+ * bit is not, and then sets the awake bit for the thread it wakes: while a
+ * waiter spins, or a woken one is on its way, an owner that keeps taking
+ * the lock back pays no system call. Why no wake-up is lost: every change
+ * of these bits is a cmpxchg of the whole word, and
+ * - a spinning waiter sets the awake bit only while the lock is held, and
+ *   re-reads the word before it sleeps: if an unlock skipped the wake-up
+ *   for it, it finds the lock free and takes it;
+ * - a waiter clears the awake bit in the cmpxchg that takes the lock when
+ *   it may be the waiter the bit stands for (it set it, or it slept), and
+ *   every waiter clears it in the cmpxchg that sets the sleepers bit before
+ *   it sleeps, or that enters the hand-off slot: so the sleepers that a
+ *   set awake bit leaves asleep all went to sleep before it was set, and
+ *   whoever set it is awake, or was woken for it;
+ * - an unlock whose wake-up found nobody asleep clears the bit again.
+ * Clearing the bit is always safe (it only costs a wake-up), so whoever is
+ * unsure whether the bit stands for it clears it.
  *
  * Owner ids index a registry of per-thread descriptors, allocated on a
  * thread's first lock and recycled at its exit, never freed, so a waiter
@@ -23,6 +41,7 @@
 #include "common.h"
 
 #define STATE_OWNER_MASK	0x0fffffff
+#define STATE_AWAKE		(1 << 28)
 #define STATE_HANDOFF		(1 << 29)
 #define STATE_SLEEPERS		(1 << 30)
 
@@ -30,23 +49,25 @@
 #define CHUNK_SIZE		(1U << CHUNK_SHIFT)
 #define NR_CHUNKS		4096	/* 1 M thread ids alive at once */
 
-#define DEFAULT_SPIN_NS		20000
+#define DEFAULT_SPIN_NS		100000
+/* Longest hold sample the average takes in, and its clip above 4 x avg. */
+#define HOLD_SAMPLE_MAX_NS	80000
+#define HOLD_CLIP_SLACK_NS	1000
+/*
+ * A spin of at least SHARE_MIN_WALL_NS that got less than 3/4 of a CPU
+ * (thread CPU time against wall time) was preempted: the CPUs, or this
+ * process's share of them, are contended, and spinning now takes time
+ * the owner needs. For CONTENDED_NS after that, spins are capped at
+ * CONTENDED_SPIN_NS.
+ */
+#define SHARE_MIN_WALL_NS	20000
+#define CONTENDED_NS		10000000
+#define CONTENDED_SPIN_NS	2000
 /* A hold is "too long" past max(HOLD_FLOOR_NS, HOLD_FACTOR * average). */
 #define HOLD_FLOOR_NS		4000
 #define HOLD_FACTOR		8
-/* Spin iterations between clock reads, and between owner checks. */
-#define CLOCK_EVERY		8
-#define OWNER_EVERY		16
-/*
- * Holds seen to end while spinning without winning the lock: past this,
- * others win the races (the lock line is closer to them) and spinning only
- * slows their hand-over by pulling the line away. Losing a few races is
- * normal when the owner re-locks at once (its cache has the line): a limit
- * of 4 sent 2-thread waiters to the futex after a few 15 ns sections and
- * made the mutex as slow as pthread_mutex there; at 256 the spin budget
- * and the owner tests end the spin first except for very short sections.
- */
-#define SPIN_MAX_LOST		256
+/* Longest gap between two polls of a spinning waiter, in pauses. */
+#define POLL_GAP_MAX		16
 /* A waiter in the hand-off slot re-checks the lock word this often. */
 #define HANDOFF_POLL_NS		2000000
 
@@ -80,6 +101,13 @@ static struct urcu_mutex_thread *free_list;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static __thread struct urcu_mutex_thread *self;
+/*
+ * The fast paths read the id from here, not from the descriptor, whose
+ * line waiters write (peekers) while they watch the owner.
+ */
+static __thread uint32_t self_id;
+/* Until when this thread's spins are capped short (see CONTENDED_NS). */
+static __thread int64_t contended_until;
 
 static bool kernel_backend;
 
@@ -117,6 +145,7 @@ static void thread_exit(void *arg)
 	free_list = d;
 	pthread_mutex_unlock(&registry_lock);
 	self = NULL;
+	self_id = 0;
 }
 
 static struct urcu_mutex_thread *alloc_desc(void)
@@ -167,6 +196,7 @@ static struct urcu_mutex_thread *self_slow(void)
 	CMM_STORE_SHARED(d->rseq, urcu_rseq_available() ? urcu_rseq_area() : NULL);
 	(void) pthread_setspecific(exit_key, d);
 	self = d;
+	self_id = d->id;
 	return d;
 }
 
@@ -175,6 +205,13 @@ static inline struct urcu_mutex_thread *get_self(void)
 	struct urcu_mutex_thread *d = self;
 
 	return caa_likely(d) ? d : self_slow();
+}
+
+static inline uint32_t get_self_id(void)
+{
+	uint32_t id = self_id;
+
+	return caa_likely(id) ? id : self_slow()->id;
 }
 
 /* ---- Owner-running backends ---------------------------------------------- */
@@ -280,78 +317,139 @@ static inline void note_acquired(struct urcu_mutex *m)
 	CMM_STORE_SHARED(m->seq, m->seq + 1);
 }
 
-/* Try to take an unlocked word @s, adding @extra bits. */
+/*
+ * Try to take an unlocked word @s, adding @extra bits. A waiter that may be
+ * the one STATE_AWAKE stands for (@awake) clears it: once it owns the lock
+ * it no longer watches the word, so its unlock must wake a sleeper.
+ */
 static inline bool try_take(struct urcu_mutex *m, int32_t s, uint32_t id,
-		int32_t extra)
+		int32_t extra, bool awake)
 {
+	int32_t keep = awake ? STATE_SLEEPERS : STATE_SLEEPERS | STATE_AWAKE;
+
 	/* Full barrier on success: the acquire that pairs with unlock's cmpxchg. */
-	if (uatomic_cmpxchg(&m->state, s, (int32_t) id | (s & STATE_SLEEPERS)
-			| extra) != s)
+	if (uatomic_cmpxchg(&m->state, s, (int32_t) id | (s & keep) | extra)
+			!= s)
 		return false;
 	note_acquired(m);
 	return true;
 }
 
-static void update_hold_average(struct urcu_mutex *m, int64_t sample)
+/* The waiter's running hold average @avg after one more @sample. */
+static uint32_t hold_average(uint32_t avg, int64_t sample)
 {
-	uint32_t avg = CMM_LOAD_SHARED(m->hold_ns);
+	/*
+	 * Clipped near the average: a hold stretched by the owner's
+	 * preemption, or a rare long section, must not teach waiters to
+	 * spin through the next one. A steady longer hold still raises the
+	 * average by more than a third per sample.
+	 */
+	if (sample > (int64_t) avg * 4 + HOLD_CLIP_SLACK_NS)
+		sample = (int64_t) avg * 4 + HOLD_CLIP_SLACK_NS;
+	if (sample > HOLD_SAMPLE_MAX_NS)
+		sample = HOLD_SAMPLE_MAX_NS;
+	return (uint32_t) ((int64_t) avg + (sample - (int64_t) avg) / 8);
+}
 
-	if (sample > DEFAULT_SPIN_NS * 4)
-		sample = DEFAULT_SPIN_NS * 4;
-	/* Racy on purpose: an estimate; a lost update costs nothing. */
-	CMM_STORE_SHARED(m->hold_ns, (uint32_t) ((int64_t) avg
-			+ (sample - (int64_t) avg) / 8));
+/*
+ * Publish a waiter's hold average once, when its spin ends: a store at
+ * every poll would take the lock's cache line from the owner each time.
+ * Racy on purpose: an estimate; a lost update costs nothing.
+ */
+static void publish_hold_average(struct urcu_mutex *m, uint32_t avg)
+{
+	if (avg != CMM_LOAD_SHARED(m->hold_ns))
+		CMM_STORE_SHARED(m->hold_ns, avg);
+}
+
+static inline int64_t thread_cpu_ns(void)
+{
+	return urcu_rseq_now_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* After a spin from @start to @end (wall), begun at thread CPU time @cpu0. */
+static void note_cpu_share(int64_t start, int64_t end, int64_t cpu0)
+{
+	int64_t wall = end - start;
+
+	if (wall < SHARE_MIN_WALL_NS)
+		return;
+	if ((thread_cpu_ns() - cpu0) * 4 < wall * 3)
+		contended_until = end + CONTENDED_NS;
 }
 
 /*
  * Spin while the owner looks running. Returns true with the lock taken,
- * false when the waiter should sleep.
+ * false when the waiter should sleep. While it spins the waiter keeps
+ * STATE_AWAKE set, so that unlock leaves the sleepers alone; *@awake tells
+ * the caller it may be the waiter the bit stands for.
+ *
+ * The waiter polls the lock word with a growing gap, up to POLL_GAP_MAX
+ * pauses: every poll pulls the line away from an owner that barges back
+ * in, and against an owner that keeps the lock busy a poll rarely finds
+ * it free; what the waiter waits for is the owner going away, which a
+ * gap of a microsecond hardly delays.
  */
-static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra)
+static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
+		bool *awake)
 {
-	unsigned int sig = mutex_signals(m), i, lost = 0;
-	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit;
-	int64_t start, now, seen_at;
+	unsigned int sig = mutex_signals(m), gap = 1, i;
+	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit, avg;
+	int64_t start, now, seen_at, cpu0;
+	bool taken = false;
 	int32_t s;
 
 	if (!cap)
 		cap = DEFAULT_SPIN_NS;
-	limit = CMM_LOAD_SHARED(m->hold_ns) * HOLD_FACTOR;
+	avg = CMM_LOAD_SHARED(m->hold_ns);
+	cpu0 = thread_cpu_ns();
+	limit = avg * HOLD_FACTOR;
 	if (limit < HOLD_FLOOR_NS)
 		limit = HOLD_FLOOR_NS;
-	start = seen_at = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+	start = seen_at = now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+	if (start < contended_until && cap > CONTENDED_SPIN_NS)
+		cap = CONTENDED_SPIN_NS;
 	seen_seq = CMM_LOAD_SHARED(m->seq);
-	for (i = 1;; i++) {
+	for (;;) {
 		s = CMM_LOAD_SHARED(m->state);
 		if (!owner_of(s)) {
-			if (try_take(m, s, id, extra))
-				return true;
+			if (try_take(m, s, id, extra, *awake)) {
+				taken = true;
+				break;
+			}
 			continue;
 		}
 		if (s & STATE_HANDOFF)
-			return false;	/* nobody may barge: no use spinning */
-		caa_cpu_relax();
-		if (i % CLOCK_EVERY)
-			continue;
+			break;	/* nobody may barge: no use spinning */
+		if (!(s & STATE_AWAKE)) {
+			if (uatomic_cmpxchg(&m->state, s, s | STATE_AWAKE) != s)
+				continue;
+			*awake = true;
+		}
+		if (sig && owner_off_cpu(owner_of(s), sig))
+			break;
+		for (i = 0; i < gap; i++)
+			caa_cpu_relax();
+		if (gap < POLL_GAP_MAX)
+			gap <<= 1;
 		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
 		if (now - start > (int64_t) cap)
-			return false;
+			break;
 		if (!sig)
 			continue;
 		if (CMM_LOAD_SHARED(m->seq) != seen_seq) {
 			if (seen_at != start)
-				update_hold_average(m, now - seen_at);
-			if (++lost > SPIN_MAX_LOST)
-				return false;
+				avg = hold_average(avg, now - seen_at);
 			seen_seq = CMM_LOAD_SHARED(m->seq);
 			seen_at = now;
 		} else if ((sig & URCU_MUTEX_OWNER_HOLD_TIME)
 				&& now - seen_at > (int64_t) limit) {
-			return false;
+			break;
 		}
-		if (i % OWNER_EVERY == 0 && owner_off_cpu(owner_of(s), sig))
-			return false;
 	}
+	publish_hold_average(m, avg);
+	note_cpu_share(start, now, cpu0);
+	return taken;
 }
 
 static int futex_sleep(struct urcu_mutex_thread *me, int32_t *word,
@@ -360,21 +458,63 @@ static int futex_sleep(struct urcu_mutex_thread *me, int32_t *word,
 	int ret;
 
 	uatomic_inc(&me->blocked);
+	/*
+	 * Pairs with the barrier in unlock_slow() between the grant bump and
+	 * its read of blocked: it sees us blocked, or we see the new grant.
+	 */
+	cmm_smp_mb__after_uatomic_inc();
 	ret = urcu_rseq_futex_wait(word, val, clock, abstime);
 	uatomic_dec(&me->blocked);
 	return ret;
 }
 
 /*
+ * In the hand-off slot, with the hand-off bit set: wait for an unlock to
+ * name us owner while that owner runs, as spin() does, so that the hand-off
+ * costs neither a wake-up nor the time the lock would sit idle while we get
+ * back on a CPU. True once we own the lock; false when the word changed
+ * under us or the owner looks off its CPU, or after the spin cap.
+ */
+static bool handoff_spin(struct urcu_mutex *m, uint32_t id)
+{
+	unsigned int sig = mutex_signals(m), gap = 1, i;
+	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns);
+	int64_t end;
+	int32_t s;
+
+	end = urcu_rseq_now_ns(CLOCK_MONOTONIC) + (cap ? cap : DEFAULT_SPIN_NS);
+	for (;;) {
+		s = CMM_LOAD_SHARED(m->state);
+		if (owner_of(s) == id) {
+			/* Pairs with the cmpxchg in unlock_slow() naming us. */
+			cmm_smp_mb();
+			return true;
+		}
+		if (!owner_of(s) || !(s & STATE_HANDOFF))
+			return false;
+		if (sig && owner_off_cpu(owner_of(s), sig))
+			return false;
+		for (i = 0; i < gap; i++)
+			caa_cpu_relax();
+		if (gap < POLL_GAP_MAX)
+			gap <<= 1;
+		if (urcu_rseq_now_ns(CLOCK_MONOTONIC) > end)
+			return false;
+	}
+}
+
+/*
  * The waiter has waited past URCU_MUTEX_HANDOFF_NS: take the hand-off slot
- * and sleep on our own grant word until an unlock names us owner. Returns
- * 0 (locked), ETIMEDOUT, or EAGAIN when the slot is taken by another.
+ * and wait, spinning while the owner runs, else asleep on our own grant
+ * word, until an unlock names us owner. Returns 0 (locked), ETIMEDOUT, or
+ * EAGAIN when the slot is taken by another.
  */
 static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
 		const struct timespec *abstime)
 {
 	uint32_t id = me->id;
 	struct timespec ts;
+	bool spun = false;
 	int64_t poll;
 	int32_t g, s;
 	int ret;
@@ -389,20 +529,31 @@ static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
 		if (owner_of(s) == id)
 			return 0;
 		if (!owner_of(s)) {
-			if (try_take(m, s, id, STATE_SLEEPERS)) {
+			if (try_take(m, s, id, STATE_SLEEPERS, true)) {
 				/* Nobody unlocked a word with our bit: still ours. */
 				(void) uatomic_cmpxchg(&m->handoff, (int32_t) id, 0);
 				return 0;
 			}
 			continue;
 		}
-		if ((s & (STATE_HANDOFF | STATE_SLEEPERS))
+		if ((s & (STATE_HANDOFF | STATE_SLEEPERS | STATE_AWAKE))
 				!= (STATE_HANDOFF | STATE_SLEEPERS)) {
-			/* Sleepers too: we may have used up their wake-up. */
+			/*
+			 * Sleepers too: we may have used up their wake-up.
+			 * Awake off: we may be the waiter it stands for.
+			 */
 			(void) uatomic_cmpxchg(&m->state, s,
-					s | STATE_HANDOFF | STATE_SLEEPERS);
+					(s | STATE_HANDOFF | STATE_SLEEPERS)
+					& ~STATE_AWAKE);
 			continue;
 		}
+		if (!spun) {
+			spun = true;
+			if (handoff_spin(m, id))
+				return 0;
+			continue;	/* read grant and word again */
+		}
+		spun = false;
 		urcu_rseq_fi_point();
 		/*
 		 * The bit we saw may be stale: set by a waiter that has left
@@ -431,16 +582,17 @@ static int lock_slow(struct urcu_mutex *m, const struct timespec *abstime)
 {
 	struct urcu_mutex_thread *me = get_self();
 	uint32_t id = me->id;
-	int32_t extra = 0, s;
+	int32_t extra = 0, s, want;
 	int64_t start = 0;
+	bool awake = false;
 	int ret;
 
 	for (;;) {
-		if (spin(m, id, extra))
+		if (spin(m, id, extra, &awake))
 			return 0;
 		s = CMM_LOAD_SHARED(m->state);
 		if (!owner_of(s)) {
-			if (try_take(m, s, id, extra))
+			if (try_take(m, s, id, extra, awake))
 				return 0;
 			continue;
 		}
@@ -454,18 +606,27 @@ static int lock_slow(struct urcu_mutex *m, const struct timespec *abstime)
 			if (ret != EAGAIN)
 				return ret;
 		}
-		if (!(s & STATE_SLEEPERS)) {
-			if (uatomic_cmpxchg(&m->state, s, s | STATE_SLEEPERS) != s)
+		/*
+		 * Whoever sleeps clears the awake bit, ours or not: a bit left
+		 * by an unlock whose wake-up found nobody must not outlive the
+		 * sleepers it would keep asleep. A spinner that still watches
+		 * sets it again.
+		 */
+		want = (s | STATE_SLEEPERS) & ~STATE_AWAKE;
+		if (want != s) {
+			if (uatomic_cmpxchg(&m->state, s, want) != s)
 				continue;
-			s |= STATE_SLEEPERS;
+			s = want;
 		}
 		urcu_rseq_fi_point();
 		ret = futex_sleep(me, &m->state, s, CLOCK_REALTIME, abstime);
 		/*
 		 * Once we slept, others may sleep behind us and the unlock
 		 * that woke us cleared the bit: keep it when we take the lock.
+		 * That unlock also set the awake bit for us.
 		 */
 		extra = STATE_SLEEPERS;
+		awake = true;
 		if (ret == ETIMEDOUT)
 			return ETIMEDOUT;
 	}
@@ -473,16 +634,20 @@ static int lock_slow(struct urcu_mutex *m, const struct timespec *abstime)
 
 static inline bool lock_fast(struct urcu_mutex *m, uint32_t id)
 {
-	if (caa_likely(uatomic_cmpxchg(&m->state, 0, (int32_t) id) == 0)) {
-		note_acquired(m);
-		return true;
-	}
-	return false;
+	/*
+	 * Read first: under contention the free word usually carries the
+	 * sleepers or awake bit, and an owner that comes back (whose cache
+	 * holds the line) then takes it with one cmpxchg, not a failed one
+	 * and a second.
+	 */
+	int32_t s = CMM_LOAD_SHARED(m->state);
+
+	return caa_likely(!owner_of(s)) && try_take(m, s, id, 0, false);
 }
 
 void urcu_mutex_lock(struct urcu_mutex *m)
 {
-	if (caa_likely(lock_fast(m, get_self()->id)))
+	if (caa_likely(lock_fast(m, get_self_id())))
 		return;
 	(void) lock_slow(m, NULL);
 }
@@ -493,23 +658,25 @@ bool urcu_mutex_trylock(struct urcu_mutex *m)
 	int32_t s = CMM_LOAD_SHARED(m->state);
 
 	/* A pending hand-off is owned by the lock word: no barging past it. */
-	return !owner_of(s) && try_take(m, s, me->id, 0);
+	return !owner_of(s) && try_take(m, s, me->id, 0, false);
 }
 
 int urcu_mutex_timedlock(struct urcu_mutex *m, const struct timespec *abstime)
 {
 	if (!m || !abstime || !urcu_rseq_ts_valid(abstime))
 		return EINVAL;
-	if (lock_fast(m, get_self()->id))
+	if (lock_fast(m, get_self_id()))
 		return 0;
 	return lock_slow(m, abstime);
 }
 
 /* ---- Unlock -------------------------------------------------------------- */
 
-static int unlock_slow(struct urcu_mutex *m, uint32_t id)
+/* @s: the lock word as last read. */
+static int unlock_slow(struct urcu_mutex *m, uint32_t id, int32_t s)
 {
-	int32_t s = CMM_LOAD_SHARED(m->state), old, target;
+	struct urcu_mutex_thread *d;
+	int32_t old, target, next;
 
 	for (;;) {
 		if (owner_of(s) != id) {
@@ -529,32 +696,72 @@ static int unlock_slow(struct urcu_mutex *m, uint32_t id)
 					s = old;
 				}
 				/* Pairs with the cmm_smp_mb() in handoff_wait(). */
-				uatomic_inc(&desc_of((uint32_t) target)->grant);
-				urcu_rseq_futex_wake(&desc_of((uint32_t) target)->grant,
-						1);
+				d = desc_of((uint32_t) target);
+				uatomic_inc(&d->grant);
+				/*
+				 * A target that spins sees the word; one that
+				 * sleeps, or is about to, counts itself blocked
+				 * first. Pairs with the barrier in futex_sleep().
+				 */
+				cmm_smp_mb__after_uatomic_inc();
+				if (CMM_LOAD_SHARED(d->blocked) > 0)
+					urcu_rseq_futex_wake(&d->grant, 1);
 				return 0;
 			}
 		}
 		urcu_rseq_fi_point();
+		/*
+		 * A waiter that watches the word (awake bit) will take the
+		 * lock or clear the bit before it sleeps: no wake-up needed,
+		 * and the sleepers bit stays for the next unlock. Otherwise
+		 * wake one sleeper, and set the awake bit for it so that the
+		 * unlocks until it runs do not wake more.
+		 */
+		if (s & STATE_AWAKE)
+			next = s & (STATE_SLEEPERS | STATE_AWAKE);
+		else if (s & STATE_SLEEPERS)
+			next = STATE_AWAKE;
+		else
+			next = 0;
 		/* Release: pairs with the cmpxchg of the next try_take(). */
-		old = uatomic_cmpxchg(&m->state, s, 0);
+		old = uatomic_cmpxchg(&m->state, s, next);
 		if (old == s)
 			break;
 		s = old;
 	}
-	if (s & STATE_SLEEPERS)
-		urcu_rseq_futex_wake(&m->state, 1);
+	if ((s & (STATE_SLEEPERS | STATE_AWAKE)) != STATE_SLEEPERS)
+		return 0;
+	if (urcu_rseq_futex_wake(&m->state, 1))
+		return 0;
+	/*
+	 * Nobody was asleep (the sleepers left, or are still on their way
+	 * and see the word changed): drop the awake bit we set, so that it
+	 * does not outlive every waiter (destroy would see it). Clearing it
+	 * is always safe: a spinner that set it since sets it again.
+	 */
+	s = CMM_LOAD_SHARED(m->state);
+	while ((s & STATE_AWAKE)
+			&& (old = uatomic_cmpxchg(&m->state, s, s & ~STATE_AWAKE)) != s)
+		s = old;
 	return 0;
 }
 
 int urcu_mutex_unlock(struct urcu_mutex *m)
 {
-	uint32_t id = get_self()->id;
+	uint32_t id = get_self_id();
+	int32_t s = CMM_LOAD_SHARED(m->state);
 
-	if (caa_likely(uatomic_cmpxchg(&m->state, (int32_t) id, 0)
-			== (int32_t) id))
+	/*
+	 * No hand-off and no wake-up due (nobody sleeps, or a waiter
+	 * watches the word): release, keeping the bits, in one cmpxchg.
+	 * Release: pairs with the cmpxchg of the next try_take().
+	 */
+	if (caa_likely(owner_of(s) == id && !(s & STATE_HANDOFF)
+			&& (s & (STATE_SLEEPERS | STATE_AWAKE)) != STATE_SLEEPERS)
+			&& uatomic_cmpxchg(&m->state, s,
+				s & (STATE_SLEEPERS | STATE_AWAKE)) == s)
 		return 0;
-	return unlock_slow(m, id);
+	return unlock_slow(m, id, CMM_LOAD_SHARED(m->state));
 }
 
 /* ---- Setup --------------------------------------------------------------- */
@@ -596,7 +803,7 @@ int urcu_mutex_destroy(struct urcu_mutex *m)
 
 bool urcu_mutex_is_owner(struct urcu_mutex *m)
 {
-	return owner_of(CMM_LOAD_SHARED(m->state)) == get_self()->id;
+	return owner_of(CMM_LOAD_SHARED(m->state)) == get_self_id();
 }
 
 void urcu_mutex_blocking_begin(void)

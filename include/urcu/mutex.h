@@ -59,7 +59,10 @@ extern "C" {
 		| URCU_MUTEX_OWNER_HOLD_TIME)
 #define URCU_MUTEX_OWNER_ALL		(URCU_MUTEX_OWNER_DEFAULT	\
 		| URCU_MUTEX_OWNER_PROC_STAT)
-/* Owner-running test off: spin a fixed time, then sleep (the ablation). */
+/*
+ * Owner-running test off: spin a fixed time, then sleep (the ablation).
+ * The short cap after a preempted spin (doc/mutex.md) still applies.
+ */
 #define URCU_MUTEX_OWNER_NONE		0U
 
 /* Waiting time after which a waiter asks for a hand-off. */
@@ -67,15 +70,15 @@ extern "C" {
 
 struct urcu_mutex_attr {
 	unsigned int owner_signals;	/* URCU_MUTEX_OWNER_* bits */
-	/* Longest spin of one wait before sleeping, ns; 0: the default (20 us). */
+	/* Longest spin of one wait before sleeping, ns; 0: the default (100 us). */
 	unsigned int spin_ns;
 };
 
 #define URCU_MUTEX_ATTR_INITIALIZER	{ URCU_MUTEX_OWNER_DEFAULT, 0 }
 
 /*
- * The lock word holds the owner's thread id (0: unlocked) and the sleeper
- * and hand-off bits; the rest is slow-path state. All-zero is an unlocked
+ * The lock word holds the owner's thread id (0: unlocked) and the sleeper,
+ * awake-waiter and hand-off bits; the rest is slow-path state. All-zero is an unlocked
  * mutex with the default attributes.
  */
 struct urcu_mutex {
