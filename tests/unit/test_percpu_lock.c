@@ -5,6 +5,7 @@
  * short mutual-exclusion run with more threads than CPUs.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
