@@ -80,6 +80,8 @@ static void test_single(enum way w)
 }
 
 /* Concurrent adds, a read_reset loop, and an exact total at the end. */
+#define MIN_RESETS	8
+
 struct exact_arg {
 	struct urcu_percpu_counter *c;
 	enum way way;
@@ -98,15 +100,20 @@ static void exact_worker(struct stress_thread *t)
 		intptr_t sum = 0;
 		unsigned long n = 0;
 
-		while (!stress_should_stop(t)) {
+		while (!stress_should_stop(t) || n < MIN_RESETS) {
 			sum += urcu_percpu_counter_read_reset(a->c);
-			n++;
+			uatomic_set(&a->resets, ++n);
 		}
 		a->reset_sum = sum;
-		a->resets = n;
 		return;
 	}
-	while (!stress_should_stop(t)) {
+	/*
+	 * The adders keep going until the reader has reset a few times: on
+	 * a loaded machine it may not get a time slice (or through the
+	 * fence's system call) within the nominal duration.
+	 */
+	while (!stress_should_stop(t)
+			|| uatomic_read(&a->resets) < MIN_RESETS) {
 		intptr_t v = (intptr_t) stress_rand_below(t, 4);
 
 		/* The fallback way mixes both kinds of thread. */
@@ -127,7 +134,7 @@ static void test_exact(enum way w)
 	stress_run_ms(exact_worker, &a, 9, STRESS_QUIET | STRESS_SIGNALS
 			| STRESS_MIGRATIONS, 150, NULL);
 	total = a.reset_sum + urcu_percpu_counter_read(a.c);
-	ok(total == a.added && a.resets > 0,
+	ok(total == a.added && a.resets >= MIN_RESETS,
 		"%s: 8 adders, read_reset loop: %ld added, %ld counted (%lu resets)",
 		way_name[w], (long) a.added, (long) total, a.resets);
 	urcu_percpu_counter_destroy(a.c);
