@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <unistd.h>
 #include <urcu/wfstack.h>
 
 #include "common.h"
@@ -36,6 +37,7 @@
 #define WAIT_SPIN_YIELD_NS	2000	/* give the CPU away this often while spinning */
 #define WAIT_SPIN_YIELD_BUSY_NS	3000	/* a yield this long ran another thread */
 #define WAIT_SPIN_CHECK_MASK	31	/* read the clock every 32 pauses */
+#define WAIT_RELAYS_MAX		8	/* wake-up relays of a chained broadcast */
 /* Probe for a crowded CPU after this many pauses spent over several waits. */
 #define WAIT_PROBE_MIN_PAUSES	64
 #define WAIT_PROBE_MAX_PAUSES	(64 << 10)
@@ -684,10 +686,26 @@ void urcu_wait_wake_chain(struct cds_wfs_node *chain)
 	}
 }
 
+/* Online CPUs, read once: how many relays a broadcast starts. */
+static int relay_count(void)
+{
+	static int cached;
+	int n = CMM_LOAD_SHARED(cached);
+
+	if (caa_unlikely(n <= 0)) {
+		long v = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n = v < 1 ? 1 : v > WAIT_RELAYS_MAX ? WAIT_RELAYS_MAX : (int) v;
+		CMM_STORE_SHARED(cached, n);
+	}
+	return n;
+}
+
 void urcu_wait_wake_all_chained(struct urcu_wait_queue *q)
 {
 	struct cds_wfs_head *head = pop_all(q);
-	struct cds_wfs_node *first, *node;
+	struct cds_wfs_node *first, *node, *heads[WAIT_RELAYS_MAX];
+	int count = 0, relays, per, i;
 
 	if (!head)
 		return;
@@ -698,7 +716,35 @@ void urcu_wait_wake_all_chained(struct urcu_wait_queue *q)
 	 */
 	first = cds_wfs_first(head);
 	for (node = cds_wfs_next_blocking(first); node;
-			node = cds_wfs_next_blocking(node))
+			node = cds_wfs_next_blocking(node)) {
 		detach_node(caa_container_of(node, struct urcu_wait_node, wfs));
-	urcu_wait_wake_chain(first);
+		count++;
+	}
+	count++;
+	/*
+	 * One relay per CPU: the chain is cut into that many pieces, each
+	 * passed on from waiter to waiter. Fewer would leave CPUs idle while
+	 * a wake-up travels; more would only crowd the CPUs (and the mutex)
+	 * with threads that cannot run. The cuts are written before the
+	 * wake-ups that publish them (a full barrier each), and no waiter
+	 * reads its link before its own wake-up.
+	 */
+	relays = relay_count();
+	if (relays > count)
+		relays = count;
+	per = (count + relays - 1) / relays;
+	relays = (count + per - 1) / per;
+	heads[0] = first;
+	for (i = 1, node = first, count = 1; i < relays; count++) {
+		struct cds_wfs_node *next = cds_wfs_next_blocking(node);
+
+		if (count % per == 0) {
+			CMM_STORE_SHARED(node->next,
+					(struct cds_wfs_node *) CDS_WFS_END);
+			heads[i++] = next;
+		}
+		node = next;
+	}
+	for (i = 0; i < relays; i++)
+		urcu_wait_wake_chain(heads[i]);
 }

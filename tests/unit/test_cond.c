@@ -5,6 +5,7 @@
  * event counts.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -256,12 +257,70 @@ static void test_ec(void)
 	ok(ec_seen, "notify wakes the sleeping consumer");
 }
 
+/*
+ * A broadcast hands the waiters to one wake-up relay per CPU, cutting the
+ * list of waiters into pieces: every size around the cuts, with waiters
+ * that timed out (still in the list, to be skipped) mixed in. A lost piece
+ * hangs: the join is bounded and fails the test instead.
+ */
+static int nr_timed_out;
+
+static void *cond_timed_waiter(void *arg)
+{
+	struct timespec dl = deadline_in(CLOCK_REALTIME, 2000000);
+
+	(void) arg;
+	pthread_mutex_lock(&mutex);
+	if (urcu_cond_timedwait(&cond, &mutex, &dl) == ETIMEDOUT)
+		nr_timed_out++;
+	pthread_mutex_unlock(&mutex);
+	return NULL;
+}
+
+static void test_broadcast_sizes(void)
+{
+	static const int sizes[] = { 1, 2, 3, 4, 5, 7, 9, 16, 17, 33 };
+	pthread_t t[33];
+	struct timespec dl;
+	int s, i, n, timed, bad = 0, hung = 0;
+
+	for (s = 0; s < (int) (sizeof(sizes) / sizeof(sizes[0])); s++) {
+		n = sizes[s];
+		memset(&cond, 0, sizeof(cond));
+		predicate = nr_waiting = nr_woken = nr_timed_out = 0;
+		for (i = 0, timed = 0; i < n; i++) {
+			bool is_timed = i % 3 == 1;
+
+			timed += is_timed;
+			pthread_create(&t[i], NULL, is_timed ? cond_timed_waiter
+					: cond_waiter, NULL);
+		}
+		wait_count(&nr_waiting, n - timed);
+		wait_count(&nr_timed_out, timed);
+		pthread_mutex_lock(&mutex);
+		predicate = 1;
+		urcu_cond_broadcast(&cond);
+		pthread_mutex_unlock(&mutex);
+		dl = deadline_in(CLOCK_REALTIME, 10000000000LL);
+		for (i = 0; i < n; i++)
+			if (pthread_timedjoin_np(t[i], NULL, &dl))
+				hung++;
+		if (hung)
+			break;	/* threads still wait on @cond: keep it */
+		if (nr_woken != n - timed || urcu_cond_destroy(&cond) != 0)
+			bad++;
+	}
+	ok(!bad && !hung, "broadcast to 1..33 waiters, some timed out: all "
+		"woken, none hung (%d sizes wrong, %d threads hung)", bad, hung);
+}
+
 int main(void)
 {
-	plan_tests(34);
+	plan_tests(35);
 	test_errors();
 	test_timeouts();
 	test_signal_broadcast();
+	test_broadcast_sizes();
 	test_wait_ops();
 	test_ec();
 	return exit_status();
