@@ -259,6 +259,7 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 	int32_t prepared = (int32_t) (key | URCU_EC_WAITERS);
 	int32_t sleeping = (int32_t) (key | URCU_EC_FLAGS);
 	enum urcu_wait_spin_result spin;
+	bool slept = false;
 	int64_t start;
 	int32_t w;
 	int ret;
@@ -270,6 +271,7 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 	w = CMM_LOAD_SHARED(ec->word);
 	if (spin == URCU_WAIT_SPIN_CHANGED && w != sleeping)
 		goto out;
+	slept = true;
 	if (spin == URCU_WAIT_SPIN_DEADLINE)
 		return ETIMEDOUT;
 	/* Announce the sleep, so that the next notify issues the wake. */
@@ -288,7 +290,7 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 			return ETIMEDOUT;
 	}
 out:
-	urcu_wait_adapt(start);
+	urcu_wait_adapt(start, slept);
 	/* Pairs with the CAS (full barrier) in urcu_ec_notify_slow(). */
 	cmm_smp_mb();
 	return 0;

@@ -49,8 +49,12 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		clockid_t clock, const struct timespec *abstime,
 		int64_t *start_ns);
 
-/* Feed back the duration of a wait that began at @start_ns and was woken. */
-void urcu_wait_adapt(int64_t start_ns);
+/*
+ * Feed back the duration of a wait that began at @start_ns and was woken;
+ * @slept: it went through a futex sleep (its length then includes the
+ * wake-up latency).
+ */
+void urcu_wait_adapt(int64_t start_ns, bool slept);
 
 /*
  * urcu_wait_clock() for condition variables: on success *@chain receives

@@ -16,24 +16,34 @@
 /*
  * Adaptive spin budget, per thread, in nanoseconds. After each wait that
  * ended with a wake-up, the budget moves a quarter of the way towards twice
- * that wait's total duration (spin and sleep): a budget that covers the
- * waits seen lately ends the next ones in the spin, without a futex on
- * either side. A wait longer than the cap takes an eighth off the budget:
- * spinning would not have helped. Only an eighth, and never below the
- * floor, because a wait that slept is lengthened by the futex wake-up
- * latency itself (tens of microseconds on a VM): halving on it, from a
- * floor of 500 ns, locked short hand-offs into a cycle where one late
- * wake-up shrank the budget, the next wait slept, and that sleep shrank it
- * again (ping-pong round trips of 7 us instead of under 1 us). The floor is
- * a few microseconds, the order of what one futex sleep and wake-up costs
- * in CPU time, so spinning that long at most doubles the cost of a wait
- * that had to sleep anyway. Whether spinning steals the CPU from the
- * thread we wait for is judged separately, in the spin loop, by timing
- * sched_yield().
+ * the time spinning needed to cover: a budget that covers the waits seen
+ * lately ends the next ones in the spin, without a futex on either side.
+ * For a wait that slept, that time runs to the moment its waker woke it
+ * (the waker notes it in the node), not to the moment it ran again: the
+ * futex wake-up latency (tens of microseconds on a VM) is not something
+ * spinning would have had to cover. A wait longer than the cap takes an
+ * eighth off the budget instead: spinning would not have helped.
+ *
+ * Why the waker's time matters: when both sides of a hand-off once fell
+ * asleep, each wait lasts the other side's wake-up latency plus its own;
+ * judged on that total, which exceeded the cap, the budget only shrank and
+ * the hand-off stayed asleep for good (ping-pong round trips at
+ * pthread_cond's 100 us instead of about 1 us). The time to the waker is
+ * one wake-up latency, under the cap: the next waits spin through it, and
+ * the hand-off is back to spinning. Event counts have no node to carry the
+ * time; a wait of theirs that slept is judged on its total against the
+ * lower cap of the earlier policy.
+ *
+ * The floor is a few microseconds, the order of what one futex sleep and
+ * wake-up costs in CPU time, so spinning that long at most doubles the
+ * cost of a wait that had to sleep anyway. Whether spinning steals the CPU
+ * from the thread we wait for is judged separately, in the spin loop, by
+ * timing sched_yield().
  */
 #define WAIT_SPIN_MIN_NS	4000
 #define WAIT_SPIN_INIT_NS	8000
-#define WAIT_SPIN_MAX_NS	40000
+#define WAIT_SPIN_MAX_NS	100000
+#define WAIT_SLEPT_MAX_NS	40000	/* a slept wait, its waker's time unknown */
 #define WAIT_SPIN_YIELD_NS	2000	/* give the CPU away this often while spinning */
 #define WAIT_SPIN_YIELD_BUSY_NS	3000	/* a yield this long ran another thread */
 #define WAIT_SPIN_CHECK_MASK	31	/* read the clock every 32 pauses */
@@ -201,14 +211,11 @@ spin:
 	}
 }
 
-void urcu_wait_adapt(int64_t start_ns)
+static void adapt(int64_t t, int64_t cap)
 {
-	int64_t b = wait_spin_budget_ns, t;
+	int64_t b = wait_spin_budget_ns;
 
-	if (!start_ns)
-		return;	/* ended within the first pauses: the budget covers it */
-	t = urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns;
-	if (t > WAIT_SPIN_MAX_NS)
+	if (t > cap)
 		b -= b / 8;
 	else
 		b += (2 * t - b) / 4;
@@ -217,6 +224,39 @@ void urcu_wait_adapt(int64_t start_ns)
 	if (b > WAIT_SPIN_MAX_NS)
 		b = WAIT_SPIN_MAX_NS;
 	wait_spin_budget_ns = b;
+}
+
+void urcu_wait_adapt(int64_t start_ns, bool slept)
+{
+	if (!start_ns)
+		return;	/* ended within the first pauses: the budget covers it */
+	adapt(urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns,
+			slept ? WAIT_SLEPT_MAX_NS : WAIT_SPIN_MAX_NS);
+}
+
+/*
+ * A wait that slept and was woken: what spinning needed to cover is the
+ * time until the waker came (@wake_ns, low 32 bits of its clock), not that
+ * plus the futex wake-up latency. Judged on the total, a hand-off whose
+ * both sides once fell asleep stayed asleep: every wait then lasted two
+ * wake-up latencies, over the cap, and the budget only shrank (ping-pong
+ * round trips at pthread_cond's 100 us instead of under 1 us).
+ */
+static void adapt_woken(int64_t start_ns, uint32_t wake_ns)
+{
+	uint32_t t;
+
+	if (!start_ns)
+		return;
+	if (!wake_ns) {
+		urcu_wait_adapt(start_ns, false);	/* did not sleep */
+		return;
+	}
+	t = wake_ns - (uint32_t) start_ns;	/* modulo 2^32 ns: 4 s */
+	/* A waker's clock a little behind ours (another CPU) reads as huge. */
+	if (t > (uint32_t) INT32_MAX)
+		t = 0;
+	adapt((int64_t) t, WAIT_SPIN_MAX_NS);
 }
 
 /* The tiny queue lock: held only while nodes are unlinked. */
@@ -258,6 +298,7 @@ void urcu_wait_node_init(struct urcu_wait_node *n)
 {
 	cds_wfs_node_init(&n->wfs);
 	n->state = URCU_WAIT_WAITING;
+	n->wake_ns = 0;
 	n->queue = NULL;
 }
 
@@ -325,6 +366,15 @@ static bool wake_node(struct urcu_wait_node *n, int32_t how)
 					| URCU_WAIT_LEFT | URCU_WAIT_TEARDOWN);
 			return false;
 		}
+		/*
+		 * A sleeper learns when it was woken, to tell the wake-up
+		 * latency of the futex apart from the time it waited for us
+		 * (urcu_wait_adapt_woken()). Still ours: the CAS below hands
+		 * the node back.
+		 */
+		if (old & URCU_WAIT_SLEEPING)
+			CMM_STORE_SHARED(n->wake_ns, (uint32_t)
+					urcu_rseq_now_ns(CLOCK_MONOTONIC));
 		/*
 		 * One CAS wakes the waiter and ends our access to the node:
 		 * it may return at once. Pairs with the barrier after the
@@ -580,7 +630,7 @@ int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
 woken_teardown:
 	s = wait_teardown(n);
 woken:
-	urcu_wait_adapt(start);
+	adapt_woken(start, CMM_LOAD_SHARED(n->wake_ns));
 	*chain = chain_of(n, s);
 	urcu_wait_node_init(n);
 	return 0;

@@ -104,6 +104,7 @@ struct urcu_wait_queue {
 struct urcu_wait_node {
 	struct cds_wfs_node wfs;
 	int32_t state;
+	uint32_t wake_ns;	/* when a sleeper's waker woke it (low bits) */
 	struct urcu_wait_queue *queue;	/* set by urcu_wait_add() */
 };
 
