@@ -67,6 +67,8 @@
 #define HOLD_FLOOR_NS		4000
 #define HOLD_FACTOR		8
 /* Longest gap between two polls of a spinning waiter, in pauses. */
+/* Look at the owner's running state this often while spinning. */
+#define OWNER_CHECK_GAP_NS	1000
 #define POLL_GAP_MAX		16
 /* A waiter in the hand-off slot re-checks the lock word this often. */
 #define HANDOFF_POLL_NS		2000000
@@ -395,7 +397,7 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 {
 	unsigned int sig = mutex_signals(m), gap = 1, i;
 	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit, avg;
-	int64_t start, now, seen_at, cpu0;
+	int64_t start, now, seen_at, cpu0, checked_at = 0;
 	bool taken = false;
 	int32_t s;
 
@@ -407,6 +409,7 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 	if (limit < HOLD_FLOOR_NS)
 		limit = HOLD_FLOOR_NS;
 	start = seen_at = now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+	checked_at = start - OWNER_CHECK_GAP_NS;	/* look at the first poll */
 	if (start < contended_until && cap > CONTENDED_SPIN_NS)
 		cap = CONTENDED_SPIN_NS;
 	seen_seq = CMM_LOAD_SHARED(m->seq);
@@ -426,8 +429,19 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 				continue;
 			*awake = true;
 		}
-		if (sig && owner_off_cpu(owner_of(s), sig))
-			break;
+		/*
+		 * The owner's state changes on the scale of time slices:
+		 * look at once (an owner preempted on our CPU ends the spin
+		 * before it starts), then every OWNER_CHECK_GAP_NS. A look
+		 * takes two atomics on the owner's descriptor, a line every
+		 * waiter shares: at each poll, with a short hold and many
+		 * waiters, they cost more than the spin saved.
+		 */
+		if (sig && now - checked_at >= OWNER_CHECK_GAP_NS) {
+			checked_at = now;
+			if (owner_off_cpu(owner_of(s), sig))
+				break;
+		}
 		for (i = 0; i < gap; i++)
 			caa_cpu_relax();
 		if (gap < POLL_GAP_MAX)
