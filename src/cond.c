@@ -135,10 +135,10 @@ static int cond_wait(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
 	 * From here on the condition is not touched: the waker that woke us
 	 * was done with it (signal), or detached us (broadcast).
 	 *
-	 * A broadcast wakes one waiter at a time: each wakes the next before
-	 * it takes the mutex, so that the next one's wake-up latency overlaps
-	 * our critical section, and at most two of them compete for the
-	 * mutex at any time (no herd).
+	 * A broadcast starts one relay of wake-ups per CPU: each woken waiter
+	 * wakes the next of its relay before it takes the mutex, so that the
+	 * next one's wake-up latency overlaps our critical section, and no
+	 * more waiters compete for the mutex than there are relays (no herd).
 	 */
 	if (chain)
 		urcu_wait_wake_chain(chain);

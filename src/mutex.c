@@ -66,9 +66,9 @@
 /* A hold is "too long" past max(HOLD_FLOOR_NS, HOLD_FACTOR * average). */
 #define HOLD_FLOOR_NS		4000
 #define HOLD_FACTOR		8
-/* Longest gap between two polls of a spinning waiter, in pauses. */
 /* Look at the owner's running state this often while spinning. */
 #define OWNER_CHECK_GAP_NS	1000
+/* Longest gap between two polls of a spinning waiter, in pauses. */
 #define POLL_GAP_MAX		16
 /* A waiter in the hand-off slot re-checks the lock word this often. */
 #define HANDOFF_POLL_NS		2000000
@@ -397,7 +397,7 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 {
 	unsigned int sig = mutex_signals(m), gap = 1, i;
 	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit, avg;
-	int64_t start, now, seen_at, cpu0, checked_at = 0;
+	int64_t start, now, seen_at, cpu0, checked_at;
 	bool taken = false;
 	int32_t s;
 

@@ -235,12 +235,10 @@ void urcu_wait_adapt(int64_t start_ns, bool slept)
 }
 
 /*
- * A wait that slept and was woken: what spinning needed to cover is the
- * time until the waker came (@wake_ns, low 32 bits of its clock), not that
- * plus the futex wake-up latency. Judged on the total, a hand-off whose
- * both sides once fell asleep stayed asleep: every wait then lasted two
- * wake-up latencies, over the cap, and the budget only shrank (ping-pong
- * round trips at pthread_cond's 100 us instead of under 1 us).
+ * A wait that was woken: what spinning needed to cover is the time until
+ * the waker came (@wake_ns, low 32 bits of its clock; 0 when the wait did
+ * not sleep), not that plus the futex wake-up latency (see the budget's
+ * comment at the top).
  */
 static void adapt_woken(int64_t start_ns, uint32_t wake_ns)
 {
@@ -369,7 +367,7 @@ static bool wake_node(struct urcu_wait_node *n, int32_t how)
 		/*
 		 * A sleeper learns when it was woken, to tell the wake-up
 		 * latency of the futex apart from the time it waited for us
-		 * (urcu_wait_adapt_woken()). Still ours: the CAS below hands
+		 * (adapt_woken()). Still ours: the CAS below hands
 		 * the node back.
 		 */
 		if (old & URCU_WAIT_SLEEPING)

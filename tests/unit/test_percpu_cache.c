@@ -283,7 +283,6 @@ static void test_resident(void)
 	free(o);
 }
 
-
 struct run {
 	struct urcu_percpu_cache *c;
 	struct obj *swap[NR_SWAP];	/* objects handed to other threads */

@@ -79,9 +79,10 @@ static void test_single(enum way w)
 	urcu_percpu_counter_destroy(c);
 }
 
-/* Concurrent adds, a read_reset loop, and an exact total at the end. */
+/* The exact-sum stress runs until the reader has reset this many times. */
 #define MIN_RESETS	8
 
+/* Concurrent adds, a read_reset loop, and an exact total at the end. */
 struct exact_arg {
 	struct urcu_percpu_counter *c;
 	enum way way;
