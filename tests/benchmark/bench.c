@@ -411,6 +411,8 @@ static const struct row *find_baseline(const struct bench *b,
 
 	if (!row->c.baseline || !*row->c.baseline)
 		return row;
+	if (!strcmp(row->c.baseline, BENCH_NO_BASELINE))
+		return NULL;
 	for (i = 0; i < b->nr_rows; i++) {
 		const struct row *o = &b->rows[i];
 

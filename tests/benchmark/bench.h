@@ -64,6 +64,9 @@ struct bench_def {
 	void (*thread_fini)(void *arg);
 };
 
+/* Baseline of a row compared with nothing (a bound): its ratio is n/a. */
+#define BENCH_NO_BASELINE	"none"
+
 /* One measured row; bench_group() makes these from bench_defs. */
 struct bench_case {
 	const char *group;

@@ -9,7 +9,9 @@
  *   (oversubscribed): urcu_cond, urcu_wait vs pthread_cond;
  * - pool: one op is a ~1 us task handed by the producer to N = 2, 8, 32
  *   workers through a bounded queue: urcu_cond vs pthread_mutex +
- *   pthread_cond (ns/op is the inverse of tasks per second);
+ *   pthread_cond (ns/op is the inverse of tasks per second); pool_ceiling
+ *   runs the task back to back on every CPU, with no queue: the tasks per
+ *   second this machine can give any pool (the producer needs some too);
  * - broadcast64: one op is a broadcast to 64 waiters until the last has
  *   run, and their return to waiting;
  * - ec: event-count round trip and notify without waiters, vs ck_ec.
@@ -522,6 +524,14 @@ static void calibrate_task(void)
 	  .setup = pingpong_setup, .teardown = pingpong_teardown,	\
 	  .thread_arg = pingpong_thread_arg }
 
+/* The pool's ceiling: one op is one task, run where the thread is. */
+static void op_task_alone(void *arg, uint64_t iters)
+{
+	(void) arg;
+	while (iters--)
+		task((int) iters);
+}
+
 #define POOL_DEF(label, pl)						\
 	{ .name = label, .op = op_submit, .arg = pl,			\
 	  .setup = pool_setup, .teardown = pool_teardown }
@@ -569,6 +579,15 @@ int main(int argc, char **argv)
 
 			BENCH_GROUP(b, "pool_1us_task", BENCH_THREADS(1), pool);
 		}
+	}
+	{
+		const struct bench_case ceiling = {
+			.group = "pool_ceiling", .name = "tasks_alone",
+			.baseline = BENCH_NO_BASELINE, .threads = BENCH_CPUS,
+			.def = { .op = op_task_alone },
+		};
+
+		bench_add(b, &ceiling);
 	}
 	{
 		const struct bench_def bcast[] = {

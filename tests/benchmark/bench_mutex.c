@@ -192,6 +192,31 @@ static void op(void *arg, uint64_t iters)
 	}
 }
 
+/* The ceiling: the critical sections alone, one thread, no lock. */
+static void op_alone(void *arg, uint64_t iters)
+{
+	enum cs_kind cs = ((struct cell *) arg)->cs;
+
+	while (iters--)
+		critical_section(cs);
+}
+
+static void add_ceiling(struct bench *b, const char *name, enum cs_kind cs)
+{
+	static struct cell cells[3];
+	struct bench_case c;
+
+	memset(&c, 0, sizeof(c));
+	cells[cs].cs = cs;
+	c.group = "ceiling";
+	c.name = name;
+	c.baseline = BENCH_NO_BASELINE;
+	c.threads = 1;
+	c.def.op = op_alone;
+	c.def.arg = &cells[cs];
+	bench_add(b, &c);
+}
+
 #define CELL(l, c)	(&(struct cell) { l, c })
 #define DEF(n, l, c)	{ .name = n, .op = op, .arg = CELL(l, c),	\
 			  .setup = lock_setup, .teardown = lock_teardown }
@@ -229,5 +254,8 @@ int main(int argc, char **argv)
 	BENCH_GROUP(b, "cs_500ns", BENCH_THREADS(2, 8, 32), cs500);
 	BENCH_GROUP(b, "bimodal", BENCH_THREADS(2, 8, 32), bimodal);
 	BENCH_GROUP(b, "signals_bimodal", BENCH_THREADS(8, 32), signals);
+	add_ceiling(b, "cs_15ns_no_lock", CS_SHORT);
+	add_ceiling(b, "cs_500ns_no_lock", CS_500);
+	add_ceiling(b, "bimodal_no_lock", CS_BIMODAL);
 	return bench_run(b);
 }
