@@ -207,42 +207,66 @@ void urcu_ec_init(struct urcu_ec *ec)
 	ec->word = 0;
 }
 
-/* Bit 1 of the word: a consumer sleeps (or is about to) on the futex. */
+/*
+ * Bit 1 of the word: a consumer sleeps (or is about to) on the futex.
+ * Bits 2-3: how many more notifies keep bit 0 set after the one that
+ * finds it set. A prepare that finds bit 0 set stores nothing: any notify
+ * after its load finds the bit still set and moves the count. So a
+ * consumer that comes back at every notify (a hand-off) pays a CAS in
+ * prepare once every URCU_EC_KEEP + 1 rounds, not at each; and after the
+ * last consumer left, that many notifies still store before they go back
+ * to a load alone.
+ */
 #define URCU_EC_SLEEPING	2
-#define URCU_EC_FLAGS		(URCU_EC_WAITERS | URCU_EC_SLEEPING)
-#define URCU_EC_ONE		4	/* the count lives in bits 2-31 */
+#define URCU_EC_KEEP_SHIFT	2
+#define URCU_EC_KEEP_MASK	(3 << URCU_EC_KEEP_SHIFT)
+#define URCU_EC_KEEP		3
+#define URCU_EC_FLAGS		(URCU_EC_WAITERS | URCU_EC_SLEEPING	\
+				 | URCU_EC_KEEP_MASK)
+#define URCU_EC_ONE		16	/* the count lives in bits 4-31 */
+
+static inline uint32_t ec_count(int32_t w)
+{
+	return (uint32_t) w & ~(uint32_t) URCU_EC_FLAGS;
+}
 
 uint32_t urcu_ec_prepare(struct urcu_ec *ec)
 {
 	int32_t w = CMM_LOAD_SHARED(ec->word), cur;
 
 	while (!(w & URCU_EC_WAITERS)) {
-		cur = uatomic_cmpxchg(&ec->word, w, w | URCU_EC_WAITERS);
+		cur = uatomic_cmpxchg(&ec->word, w, w | URCU_EC_WAITERS
+				| (URCU_EC_KEEP << URCU_EC_KEEP_SHIFT));
 		if (cur == w)
 			break;
 		w = cur;
 	}
 	/*
 	 * The flag is visible before the caller reads its condition. Pairs
-	 * with the fence in urcu_ec_notify().
+	 * with the fence in urcu_ec_notify(). The stack-add fence: on x86-64
+	 * cheaper than mfence, and a hand-off pays it at every round.
 	 */
-	cmm_smp_mb();
-	return (uint32_t) w & ~(uint32_t) URCU_EC_FLAGS;
+	urcu_ec_fence();
+	return ec_count(w);
 }
 
 void urcu_ec_notify_slow(struct urcu_ec *ec)
 {
-	int32_t w = CMM_LOAD_SHARED(ec->word), cur;
+	int32_t w = CMM_LOAD_SHARED(ec->word), cur, next, keep;
 
 	/*
-	 * Clear both flags and count the notify in one CAS; the futex wake
-	 * only if a consumer announced it sleeps. If a concurrent notify
-	 * cleared the flags first, its count and wake cover us.
+	 * Count the notify, clear the sleeping bit and spend one of the
+	 * notifies that keep bit 0, in one CAS; the futex wake only if a
+	 * consumer announced it sleeps. If a concurrent notify cleared bit 0
+	 * first, its count and wake cover us.
 	 */
 	while (w & URCU_EC_WAITERS) {
-		cur = uatomic_cmpxchg(&ec->word, w,
-				(int32_t) (((uint32_t) w & ~(uint32_t) URCU_EC_FLAGS)
-					+ URCU_EC_ONE));
+		keep = (w & URCU_EC_KEEP_MASK) >> URCU_EC_KEEP_SHIFT;
+		next = (int32_t) (ec_count(w) + URCU_EC_ONE);
+		if (keep)
+			next |= URCU_EC_WAITERS
+				| ((keep - 1) << URCU_EC_KEEP_SHIFT);
+		cur = uatomic_cmpxchg(&ec->word, w, next);
 		if (cur == w) {
 			urcu_rseq_fi_point();
 			if (w & URCU_EC_SLEEPING)
@@ -256,33 +280,45 @@ void urcu_ec_notify_slow(struct urcu_ec *ec)
 int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 		const struct timespec *abstime)
 {
-	int32_t prepared = (int32_t) (key | URCU_EC_WAITERS);
-	int32_t sleeping = (int32_t) (key | URCU_EC_FLAGS);
 	enum urcu_wait_spin_result spin;
 	bool slept = false;
-	int64_t start;
-	int32_t w;
+	int64_t start = 0;
+	int32_t w, cur;
 	int ret;
 
 	if (!ec || (abstime && !urcu_rseq_ts_valid(abstime)))
 		return EINVAL;
-	spin = urcu_wait_spin(&ec->word, prepared, CLOCK_MONOTONIC, abstime,
-			&start);
+	/*
+	 * While the count is @key, bit 0 is set (only a notify clears it,
+	 * and that notify moves the count), so the word changes only by a
+	 * notify or by a consumer announcing its sleep.
+	 */
 	w = CMM_LOAD_SHARED(ec->word);
-	if (spin == URCU_WAIT_SPIN_CHANGED && w != sleeping)
+	if (ec_count(w) != key)
+		goto out;
+	spin = urcu_wait_spin(&ec->word, w, CLOCK_MONOTONIC, abstime, &start);
+	w = CMM_LOAD_SHARED(ec->word);
+	if (ec_count(w) != key)
 		goto out;
 	slept = true;
 	if (spin == URCU_WAIT_SPIN_DEADLINE)
 		return ETIMEDOUT;
-	/* Announce the sleep, so that the next notify issues the wake. */
-	if (w == prepared)
-		w = uatomic_cmpxchg(&ec->word, prepared, sleeping);
-	if (w != prepared && w != sleeping)
-		goto out;
 	for (;;) {
-		ret = urcu_rseq_futex_wait(&ec->word, sleeping, CLOCK_MONOTONIC,
+		/* Announce the sleep, so that the next notify issues the wake. */
+		if (!(w & URCU_EC_SLEEPING)) {
+			cur = uatomic_cmpxchg(&ec->word, w, w | URCU_EC_SLEEPING);
+			if (cur != w) {
+				w = cur;
+				if (ec_count(w) != key)
+					break;
+				continue;
+			}
+			w |= URCU_EC_SLEEPING;
+		}
+		ret = urcu_rseq_futex_wait(&ec->word, w, CLOCK_MONOTONIC,
 				abstime);
-		if (CMM_LOAD_SHARED(ec->word) != sleeping)
+		w = CMM_LOAD_SHARED(ec->word);
+		if (ec_count(w) != key)
 			break;
 		if (ret == ETIMEDOUT
 				|| (abstime && urcu_rseq_ts_passed(CLOCK_MONOTONIC,
@@ -291,7 +327,11 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 	}
 out:
 	urcu_wait_adapt(start, slept);
-	/* Pairs with the CAS (full barrier) in urcu_ec_notify_slow(). */
-	cmm_smp_mb();
+	/*
+	 * Acquire: what the notifier did before its CAS is seen after the
+	 * load that saw the count move. Pairs with the CAS (full barrier) in
+	 * urcu_ec_notify_slow().
+	 */
+	cmm_smp_rmb();
 	return 0;
 }

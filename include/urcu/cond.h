@@ -51,18 +51,21 @@
  *	if (!condition())                 urcu_ec_notify(&ec);
  *		urcu_ec_wait(&ec, key, NULL);
  *
- * The event count is one 32-bit word: bit 0 says "a consumer prepared since
- * the last notify", bit 1 "a consumer sleeps on the futex", bits 2-31 count
- * the notifies that found bit 0 set. urcu_ec_prepare() sets bit 0 (an
- * atomic operation unless it is set already); urcu_ec_notify() is a full
- * fence and one load when bit 0 is clear (no store: nobody prepared), else
- * it clears both bits and increments the count in one CAS, and issues the
- * futex wake only if bit 1 was set (consumers still spinning cost no system
- * call). urcu_ec_wait() returns as soon as the count differs from @key.
- * Prepare and notify are full barriers; a consumer that prepared before a
- * notify sees all the producer did before the notify once urcu_ec_wait()
- * returns. A consumer that is preempted between prepare and wait for 2^30
- * notifies may miss one (the count wraps).
+ * The event count is one 32-bit word: bit 0 says "the next notify must
+ * count" (a consumer prepared since the last notify, or lately), bit 1 "a
+ * consumer sleeps on the futex", bits 2-3 how many notifies after the next
+ * keep bit 0 set, bits 4-31 count the notifies that found bit 0 set.
+ * urcu_ec_prepare() sets bit 0 (an atomic operation unless it is set
+ * already: a consumer that comes back at every notify pays one every fourth
+ * round); urcu_ec_notify() is a full fence and one load when bit 0 is clear
+ * (no store: nobody prepared within the last four notifies), else it counts
+ * in one CAS, and issues the futex wake only if bit 1 was set (consumers
+ * still spinning cost no system call). urcu_ec_wait() returns as soon as
+ * the count differs from @key. Prepare and notify are full barriers; a
+ * consumer that prepared before a notify sees all the producer did before
+ * the notify once urcu_ec_wait() returns. A consumer that is preempted
+ * between prepare and wait for 2^28 notifies may miss one (the count
+ * wraps).
  */
 #ifndef _URCU_COND_H
 #define _URCU_COND_H

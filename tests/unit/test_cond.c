@@ -232,6 +232,7 @@ static void test_ec(void)
 	uint32_t key;
 	int32_t before;
 	pthread_t t;
+	int i;
 
 	urcu_ec_init(&ec);
 	before = ec.word;
@@ -255,6 +256,22 @@ static void test_ec(void)
 	urcu_ec_notify(&ec);
 	pthread_join(t, NULL);
 	ok(ec_seen, "notify wakes the sleeping consumer");
+	for (i = 0; i < 4; i++)
+		urcu_ec_notify(&ec);
+	before = ec.word;
+	urcu_ec_notify(&ec);
+	ok(ec.word == before, "four notifies after the last prepare, notify "
+		"stores nothing again");
+	key = urcu_ec_prepare(&ec);
+	urcu_ec_notify(&ec);
+	ok(urcu_ec_wait(&ec, key, NULL) == 0 && urcu_ec_prepare(&ec) != key,
+		"prepare after that stores again, and the next notify counts");
+	before = ec.word;
+	key = urcu_ec_prepare(&ec);
+	ok(ec.word == before, "prepare right after a counted notify stores "
+		"nothing");
+	urcu_ec_notify(&ec);
+	ok(urcu_ec_prepare(&ec) != key, "the next notify still counts");
 }
 
 /*
@@ -316,7 +333,7 @@ static void test_broadcast_sizes(void)
 
 int main(void)
 {
-	plan_tests(35);
+	plan_tests(39);
 	test_errors();
 	test_timeouts();
 	test_signal_broadcast();
