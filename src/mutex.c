@@ -58,8 +58,12 @@
  * (thread CPU time against wall time) was preempted: the CPUs, or this
  * process's share of them, are contended, and spinning now takes time
  * the owner needs. For CONTENDED_NS after that, spins are capped at
- * CONTENDED_SPIN_NS.
+ * CONTENDED_SPIN_NS. The measure starts SHARE_DELAY_NS into the spin:
+ * reading the thread's CPU time is a system call of about half a
+ * microsecond, and a waiter that made it at once would leave a lock
+ * freed meanwhile idle that long.
  */
+#define SHARE_DELAY_NS		2000
 #define SHARE_MIN_WALL_NS	20000
 #define CONTENDED_NS		10000000
 #define CONTENDED_SPIN_NS	2000
@@ -397,14 +401,13 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 {
 	unsigned int sig = mutex_signals(m), gap = 1, i;
 	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit, avg;
-	int64_t start, now, seen_at, cpu0, checked_at;
+	int64_t start, now, seen_at, cpu0 = 0, cpu_at = 0, checked_at;
 	bool taken = false;
 	int32_t s;
 
 	if (!cap)
 		cap = DEFAULT_SPIN_NS;
 	avg = CMM_LOAD_SHARED(m->hold_ns);
-	cpu0 = thread_cpu_ns();
 	limit = avg * HOLD_FACTOR;
 	if (limit < HOLD_FLOOR_NS)
 		limit = HOLD_FLOOR_NS;
@@ -447,6 +450,10 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 		if (gap < POLL_GAP_MAX)
 			gap <<= 1;
 		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
+		if (!cpu_at && now - start >= SHARE_DELAY_NS) {
+			cpu0 = thread_cpu_ns();
+			cpu_at = now;
+		}
 		if (now - start > (int64_t) cap)
 			break;
 		if (!sig)
@@ -462,7 +469,8 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 		}
 	}
 	publish_hold_average(m, avg);
-	note_cpu_share(start, now, cpu0);
+	if (cpu_at)
+		note_cpu_share(cpu_at, now, cpu0);
 	return taken;
 }
 
