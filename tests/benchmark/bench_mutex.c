@@ -4,7 +4,9 @@
  * thread loops lock, critical section, unlock. Cells: 2, 8 and 32 threads
  * (more threads than CPUs on a small machine) x critical sections of about
  * 15 ns, about 500 ns, and bimodal (99% ~15 ns, 1% ~100 us, a calibrated
- * busy loop, not a sleep).
+ * busy loop, not a sleep). A fourth group adds 400 ns of work outside
+ * the lock to 500 ns sections, at 2 and 8 threads: the lock then changes
+ * hands at most sections, and a waiter slow to see it free leaves it idle.
  *
  * Rows of each cell: pthread_mutex (normal, the baseline of the ratio
  * column), PTHREAD_MUTEX_ADAPTIVE_NP, pthread_spin, urcu_mutex with the
@@ -28,9 +30,9 @@
 
 #include "bench.h"
 
-enum cs_kind { CS_SHORT, CS_500, CS_BIMODAL };
+enum cs_kind { CS_SHORT, CS_500, CS_BIMODAL, CS_500_OUT };
 
-static uint64_t loops_15ns, loops_500ns, loops_100us;
+static uint64_t loops_15ns, loops_400ns, loops_500ns, loops_100us;
 
 /* Shared data the critical section writes, on its own cache line. */
 static struct {
@@ -72,6 +74,7 @@ static void calibrate(void)
 	}
 	t = best;
 	loops_15ns = n * 15 / t;
+	loops_400ns = n * 400 / t;
 	loops_500ns = n * 500 / t;
 	loops_100us = n * 100000 / t;
 	if (!loops_15ns)
@@ -88,6 +91,7 @@ static inline void critical_section(enum cs_kind kind)
 		busy(loops_15ns);
 		break;
 	case CS_500:
+	case CS_500_OUT:
 		busy(loops_500ns);
 		break;
 	case CS_BIMODAL:
@@ -97,6 +101,20 @@ static inline void critical_section(enum cs_kind kind)
 		busy(rng % 100 == 0 ? loops_100us : loops_15ns);
 		break;
 	}
+}
+
+/* Work between two acquisitions, on the thread's own data. */
+static inline void outside(enum cs_kind kind)
+{
+	uint64_t x = rng, n;
+
+	if (kind != CS_500_OUT)
+		return;
+	for (n = loops_400ns; n; n--) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		bench_keep(x);
+	}
+	rng = x | 1;
 }
 
 /* ---- The locks ---------------------------------------------------------- */
@@ -173,6 +191,7 @@ static void op(void *arg, uint64_t iters)
 			pthread_mutex_lock(&pmutex);
 			critical_section(cs);
 			pthread_mutex_unlock(&pmutex);
+			outside(cs);
 		}
 		break;
 	case PT_SPIN:
@@ -180,6 +199,7 @@ static void op(void *arg, uint64_t iters)
 			pthread_spin_lock(&pspin);
 			critical_section(cs);
 			pthread_spin_unlock(&pspin);
+			outside(cs);
 		}
 		break;
 	default:
@@ -187,6 +207,7 @@ static void op(void *arg, uint64_t iters)
 			urcu_mutex_lock(&umutex);
 			critical_section(cs);
 			urcu_mutex_unlock(&umutex);
+			outside(cs);
 		}
 		break;
 	}
@@ -203,7 +224,7 @@ static void op_alone(void *arg, uint64_t iters)
 
 static void add_ceiling(struct bench *b, const char *name, enum cs_kind cs)
 {
-	static struct cell cells[3];
+	static struct cell cells[4];
 	struct bench_case c;
 
 	memset(&c, 0, sizeof(c));
@@ -234,6 +255,7 @@ int main(int argc, char **argv)
 	const struct bench_def cs15[] = CELL_DEFS(CS_SHORT);
 	const struct bench_def cs500[] = CELL_DEFS(CS_500);
 	const struct bench_def bimodal[] = CELL_DEFS(CS_BIMODAL);
+	const struct bench_def out400[] = CELL_DEFS(CS_500_OUT);
 	const struct bench_def signals[] = {
 		DEF("urcu_mutex", URCU, CS_BIMODAL),
 		DEF("urcu_mutex_no_same_cpu", URCU_NO_SAME_CPU, CS_BIMODAL),
@@ -253,6 +275,7 @@ int main(int argc, char **argv)
 	BENCH_GROUP(b, "cs_15ns", BENCH_THREADS(2, 8, 32), cs15);
 	BENCH_GROUP(b, "cs_500ns", BENCH_THREADS(2, 8, 32), cs500);
 	BENCH_GROUP(b, "bimodal", BENCH_THREADS(2, 8, 32), bimodal);
+	BENCH_GROUP(b, "cs_500ns_400ns_outside", BENCH_THREADS(2, 8), out400);
 	BENCH_GROUP(b, "signals_bimodal", BENCH_THREADS(8, 32), signals);
 	add_ceiling(b, "cs_15ns_no_lock", CS_SHORT);
 	add_ceiling(b, "cs_500ns_no_lock", CS_500);
