@@ -72,8 +72,12 @@
 #define HOLD_FACTOR		8
 /* Look at the owner's running state this often while spinning. */
 #define OWNER_CHECK_GAP_NS	1000
-/* Longest gap between two polls of a spinning waiter, in pauses. */
-#define POLL_GAP_MAX		16
+/*
+ * Longest gap between two polls of a spinning waiter, in pauses; shorter
+ * for a waiter in the hand-off slot, which the lock waits for once named.
+ */
+#define POLL_GAP_MAX		64
+#define HANDOFF_POLL_GAP_MAX	16
 /* A waiter in the hand-off slot re-checks the lock word this often. */
 #define HANDOFF_POLL_NS		2000000
 
@@ -394,7 +398,7 @@ static void note_cpu_share(int64_t start, int64_t end, int64_t cpu0)
  * pauses: every poll pulls the line away from an owner that barges back
  * in, and against an owner that keeps the lock busy a poll rarely finds
  * it free; what the waiter waits for is the owner going away, which a
- * gap of a microsecond hardly delays.
+ * gap of a couple of microseconds hardly delays.
  */
 static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 		bool *awake)
@@ -518,7 +522,7 @@ static bool handoff_spin(struct urcu_mutex *m, uint32_t id)
 			return false;
 		for (i = 0; i < gap; i++)
 			caa_cpu_relax();
-		if (gap < POLL_GAP_MAX)
+		if (gap < HANDOFF_POLL_GAP_MAX)
 			gap <<= 1;
 		if (urcu_rseq_now_ns(CLOCK_MONOTONIC) > end)
 			return false;
