@@ -225,6 +225,21 @@ void urcu_ec_init(struct urcu_ec *ec)
 				 | URCU_EC_KEEP_MASK)
 #define URCU_EC_ONE		16	/* the count lives in bits 4-31 */
 
+/*
+ * When a notify last issued a futex wake, per event count hashed by
+ * address: a woken consumer judges its spin budget on the time until its
+ * notifier came, not on the wake-up latency after it (see the budget in
+ * src/wait.c). Written only next to a futex wake; a collision between two
+ * event counts only leaves the consumer without the time.
+ */
+#define EC_WAKE_SLOTS		64
+static int64_t ec_wake_at[EC_WAKE_SLOTS];
+
+static inline int64_t *ec_wake_slot(const struct urcu_ec *ec)
+{
+	return &ec_wake_at[((uintptr_t) ec / sizeof(ec->word)) % EC_WAKE_SLOTS];
+}
+
 static inline uint32_t ec_count(int32_t w)
 {
 	return (uint32_t) w & ~(uint32_t) URCU_EC_FLAGS;
@@ -269,8 +284,11 @@ void urcu_ec_notify_slow(struct urcu_ec *ec)
 		cur = uatomic_cmpxchg(&ec->word, w, next);
 		if (cur == w) {
 			urcu_rseq_fi_point();
-			if (w & URCU_EC_SLEEPING)
+			if (w & URCU_EC_SLEEPING) {
+				CMM_STORE_SHARED(*ec_wake_slot(ec),
+					urcu_rseq_now_ns(CLOCK_MONOTONIC));
 				urcu_rseq_futex_wake(&ec->word, INT_MAX);
+			}
 			return;
 		}
 		w = cur;
@@ -326,7 +344,10 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 			return ETIMEDOUT;
 	}
 out:
-	urcu_wait_adapt(start, slept);
+	if (slept)
+		urcu_wait_adapt_waker(start, CMM_LOAD_SHARED(*ec_wake_slot(ec)));
+	else
+		urcu_wait_adapt(start, false);
 	/*
 	 * Acquire: what the notifier did before its CAS is seen after the
 	 * load that saw the count move. Pairs with the CAS (full barrier) in

@@ -57,6 +57,13 @@ enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 void urcu_wait_adapt(int64_t start_ns, bool slept);
 
 /*
+ * The same for a wait that slept and whose waker woke it at @waker_ns
+ * (CLOCK_MONOTONIC): judged on the time until then, not on the wake-up
+ * latency after it. A @waker_ns before @start_ns means unknown.
+ */
+void urcu_wait_adapt_waker(int64_t start_ns, int64_t waker_ns);
+
+/*
  * urcu_wait_clock() for condition variables: on success *@chain receives
  * the rest of a chained broadcast that this waiter must pass on with
  * urcu_wait_wake_chain() (NULL if none). With @cancellable, the futex sleep

@@ -31,8 +31,11 @@
  * pthread_cond's 100 us instead of about 1 us). The time to the waker is
  * one wake-up latency, under the cap: the next waits spin through it, and
  * the hand-off is back to spinning. Event counts have no node to carry the
- * time; a wait of theirs that slept is judged on its total against the
- * lower cap of the earlier policy.
+ * time: a notify that issues a futex wake notes its time in a small table
+ * indexed by the event count's address (src/cond.c); a wait of theirs that
+ * slept and finds no time there after its start (another event count
+ * overwrote it) is judged on its total against the lower cap of the
+ * earlier policy.
  *
  * The floor is a few microseconds, the order of what one futex sleep and
  * wake-up costs in CPU time, so spinning that long at most doubles the
@@ -232,6 +235,17 @@ void urcu_wait_adapt(int64_t start_ns, bool slept)
 		return;	/* ended within the first pauses: the budget covers it */
 	adapt(urcu_rseq_now_ns(CLOCK_MONOTONIC) - start_ns,
 			slept ? WAIT_SLEPT_MAX_NS : WAIT_SPIN_MAX_NS);
+}
+
+void urcu_wait_adapt_waker(int64_t start_ns, int64_t waker_ns)
+{
+	if (!start_ns)
+		return;
+	if (waker_ns < start_ns) {
+		urcu_wait_adapt(start_ns, true);	/* the waker's time unknown */
+		return;
+	}
+	adapt(waker_ns - start_ns, WAIT_SPIN_MAX_NS);
 }
 
 /*
