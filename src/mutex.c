@@ -149,7 +149,8 @@ static void thread_exit(void *arg)
 	cmm_smp_mb();
 	while (CMM_LOAD_SHARED(d->peekers))
 		caa_cpu_relax();
-	d->tid = 0;
+	/* Waiters with the /proc signal may still read it: see owner_off_cpu(). */
+	CMM_STORE_SHARED(d->tid, 0);
 	pthread_mutex_lock(&registry_lock);
 	d->next_free = free_list;
 	free_list = d;
@@ -201,8 +202,8 @@ static struct urcu_mutex_thread *self_slow(void)
 		abort();
 	}
 	(void) urcu_rseq_thread_register();
-	d->tid = (pid_t) syscall(SYS_gettid);
-	d->blocked = 0;
+	CMM_STORE_SHARED(d->tid, (pid_t) syscall(SYS_gettid));
+	CMM_STORE_SHARED(d->blocked, 0);
 	CMM_STORE_SHARED(d->rseq, urcu_rseq_available() ? urcu_rseq_area() : NULL);
 	(void) pthread_setspecific(exit_key, d);
 	self = d;
@@ -305,8 +306,13 @@ static bool owner_off_cpu(uint32_t id, unsigned int sig)
 			return true;
 	}
 proc:
-	if ((sig & URCU_MUTEX_OWNER_PROC_STAT) && d->tid > 0)
-		return proc_says_sleeping(CMM_LOAD_SHARED(d->tid));
+	if (sig & URCU_MUTEX_OWNER_PROC_STAT) {
+		/* 0 once the owner exited; a stale id only misleads one look. */
+		pid_t tid = CMM_LOAD_SHARED(d->tid);
+
+		if (tid > 0)
+			return proc_says_sleeping(tid);
+	}
 	return false;
 }
 
