@@ -273,9 +273,15 @@ static void test_resident(void)
 		"after drain: %llu resident bytes, %llu objects in the cache",
 		(unsigned long long) st.resident_bytes,
 		(unsigned long long) st.objects);
+#if defined(__SANITIZE_THREAD__)
+	/* Its shadow of the released slabs stays resident. */
+	skip(1, "RSS under ThreadSanitizer: +%ld KiB full, +%ld KiB after drain",
+		grown - base, after - base);
+#else
 	ok(grown - base >= NR_BIG / 8 && after - base < 2048,
 		"RSS: baseline %ld KiB, +%ld KiB full, +%ld KiB after drain",
 		base, grown - base, after - base);
+#endif
 	o[0] = urcu_percpu_cache_alloc(c);
 	ok(o[0] != NULL, "alloc after drain reuses the released slabs");
 	urcu_percpu_cache_free(c, o[0]);
