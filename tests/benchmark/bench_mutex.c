@@ -40,15 +40,19 @@ static struct {
 	uint64_t x;
 } __attribute__((aligned(64))) data;
 
-static inline void busy(uint64_t n)
+/* @n steps of a dependent chain from @x: a calibrated busy loop. */
+static inline uint64_t chain(uint64_t x, uint64_t n)
 {
-	uint64_t x = data.x;
-
 	while (n--) {
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 		bench_keep(x);
 	}
-	data.x = x;
+	return x;
+}
+
+static inline void busy(uint64_t n)
+{
+	data.x = chain(data.x, n);
 }
 
 static uint64_t now_ns(void)
@@ -104,17 +108,12 @@ static inline void critical_section(enum cs_kind kind)
 }
 
 /* Work between two acquisitions, on the thread's own data. */
+static __thread uint64_t own_x;
+
 static inline void outside(enum cs_kind kind)
 {
-	uint64_t x = rng, n;
-
-	if (kind != CS_500_OUT)
-		return;
-	for (n = loops_400ns; n; n--) {
-		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		bench_keep(x);
-	}
-	rng = x | 1;
+	if (kind == CS_500_OUT)
+		own_x = chain(own_x, loops_400ns);
 }
 
 /* ---- The locks ---------------------------------------------------------- */
@@ -222,19 +221,17 @@ static void op_alone(void *arg, uint64_t iters)
 		critical_section(cs);
 }
 
-static void add_ceiling(struct bench *b, const char *name, enum cs_kind cs)
+static void add_ceiling(struct bench *b, const char *name, struct cell *cell)
 {
-	static struct cell cells[4];
 	struct bench_case c;
 
 	memset(&c, 0, sizeof(c));
-	cells[cs].cs = cs;
 	c.group = "ceiling";
 	c.name = name;
 	c.baseline = BENCH_NO_BASELINE;
 	c.threads = 1;
 	c.def.op = op_alone;
-	c.def.arg = &cells[cs];
+	c.def.arg = cell;
 	bench_add(b, &c);
 }
 
@@ -277,8 +274,8 @@ int main(int argc, char **argv)
 	BENCH_GROUP(b, "bimodal", BENCH_THREADS(2, 8, 32), bimodal);
 	BENCH_GROUP(b, "cs_500ns_400ns_outside", BENCH_THREADS(2, 8), out400);
 	BENCH_GROUP(b, "signals_bimodal", BENCH_THREADS(8, 32), signals);
-	add_ceiling(b, "cs_15ns_no_lock", CS_SHORT);
-	add_ceiling(b, "cs_500ns_no_lock", CS_500);
-	add_ceiling(b, "bimodal_no_lock", CS_BIMODAL);
+	add_ceiling(b, "cs_15ns_no_lock", CELL(PT_NORMAL, CS_SHORT));
+	add_ceiling(b, "cs_500ns_no_lock", CELL(PT_NORMAL, CS_500));
+	add_ceiling(b, "bimodal_no_lock", CELL(PT_NORMAL, CS_BIMODAL));
 	return bench_run(b);
 }
