@@ -50,9 +50,10 @@
  * the thread that reuses a descriptor gets a new id, so it neither owns nor
  * may unlock a mutex that the exited thread left locked, and a waiter sees
  * that such an owner is gone (its descriptor's id changed). A freed
- * descriptor waits in a FIFO until FREE_RESERVE others are free: an id
- * comes back only after 256 generations of its descriptor, each separated
- * by FREE_RESERVE other recycles.
+ * descriptor is reused, oldest first, only while more than FREE_RESERVE
+ * are free, so at least FREE_RESERVE other threads exit between its
+ * release and its reuse, and an id comes back only after 256 generations
+ * of its descriptor: 65536 thread exits or more.
  *
  * fork(): the child has only the forking thread. Its handler frees the
  * descriptors of every other thread (new generations, so a mutex one of
@@ -683,7 +684,13 @@ static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
 	int32_t g, s;
 	int ret;
 
-	if (uatomic_cmpxchg(&m->handoff, 0, (int32_t) id) != 0)
+	g = uatomic_cmpxchg(&m->handoff, 0, (int32_t) id);
+	/*
+	 * An occupant that is not alive came into a fork child from its
+	 * parent and will never leave: take its place.
+	 */
+	if (g && (id_alive((uint32_t) g)
+			|| uatomic_cmpxchg(&m->handoff, g, (int32_t) id) != g))
 		return EAGAIN;
 	for (;;) {
 		g = CMM_LOAD_SHARED(me->grant);
