@@ -192,6 +192,12 @@ static struct urcu_mutex_thread *desc_of(uint32_t id)
  */
 static bool id_alive(uint32_t id)
 {
+	uint32_t index = id & ID_INDEX_MASK;
+
+	/* Read from a mutex's hand-off slot: not trusted to be an id. */
+	if (!index || index > MAX_INDEX || (id & ~STATE_OWNER_MASK)
+			|| !CMM_LOAD_SHARED(chunks[(index - 1) >> CHUNK_SHIFT]))
+		return false;
 	return CMM_LOAD_SHARED(desc_of(id)->id) == id;
 }
 
