@@ -451,6 +451,19 @@ static void test_recycled_id(void)
  * hand it to the waiter, who does not exist in the child.
  */
 static struct urcu_mutex forked = URCU_MUTEX_INITIALIZER;
+/* Held by another parent thread at fork(): held by nobody in the child. */
+static struct urcu_mutex held_elsewhere = URCU_MUTEX_INITIALIZER;
+static int release_held;
+
+static void *hold_elsewhere(void *arg)
+{
+	(void) arg;
+	urcu_mutex_lock(&held_elsewhere);
+	while (!CMM_LOAD_SHARED(release_held))
+		usleep(1000);
+	urcu_mutex_unlock(&held_elsewhere);
+	return NULL;
+}
 
 static void *fork_waiter(void *arg)
 {
@@ -479,6 +492,14 @@ static int fork_child(void *arg)
 	urcu_mutex_lock(&m);
 	if (urcu_mutex_unlock(&m) || urcu_mutex_destroy(&m))
 		return 5;
+	if (urcu_mutex_trylock(&held_elsewhere)
+			|| urcu_mutex_is_owner(&held_elsewhere))
+		return 6;
+#ifndef URCU_RSEQ_DEBUG
+	if (urcu_mutex_unlock(&held_elsewhere) != EPERM
+			|| urcu_mutex_destroy(&held_elsewhere) != EBUSY)
+		return 7;
+#endif
 	return 0;
 }
 
@@ -491,8 +512,12 @@ static void test_fork(void)
 {
 	struct sigaction sa;
 	enum stress_fork_result res;
-	pthread_t t;
+	pthread_t t, h;
 
+	if (pthread_create(&h, NULL, hold_elsewhere, NULL))
+		bail_out("pthread_create");
+	while (!OWNER_OF(&held_elsewhere))
+		usleep(1000);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = nop_handler;	/* no SA_RESTART: the sleep returns */
 	sigaction(SIGUSR2, &sa, NULL);
@@ -507,10 +532,13 @@ static void test_fork(void)
 	res = stress_fork_check(fork_child, NULL, 10000);
 	ok(res == STRESS_FORK_OK,
 		"fork child: owns the mutex its thread held, unlocks, relocks and "
-		"destroys it past a parent waiter in the hand-off slot (%d)",
+		"destroys it past a parent waiter in the hand-off slot; a mutex "
+		"another parent thread held stays held, by nobody (%d)",
 		(int) res);
 	urcu_mutex_unlock(&forked);
 	pthread_join(t, NULL);
+	CMM_STORE_SHARED(release_held, 1);
+	pthread_join(h, NULL);
 	ok(OWNER_OF(&forked) == 0 && urcu_mutex_destroy(&forked) == 0,
 		"parent: the waiter got it and let it go");
 }
