@@ -21,9 +21,22 @@
  *   it sleeps, or that enters the hand-off slot: so the sleepers that a
  *   set awake bit leaves asleep all went to sleep before it was set, and
  *   whoever set it is awake, or was woken for it;
- * - an unlock whose wake-up found nobody asleep clears the bit again.
+ * - an unlock whose wake-up found nobody asleep leaves the bit set, as it
+ *   set it in the release: it stands for nobody then, and the next waiter
+ *   that sleeps clears it (a set awake bit with the sleepers bit clear
+ *   keeps nobody asleep, since whoever sets the sleepers bit clears it).
  * Clearing the bit is always safe (it only costs a wake-up), so whoever is
  * unsure whether the bit stands for it clears it.
+ *
+ * Once an unlock has released the word (or named the next owner), it reads
+ * and writes nothing in the mutex: the next owner may unlock, destroy and
+ * free it at once (POSIX allows destroying an unlocked mutex, and an object
+ * whose reference count is kept under its own mutex is freed that way). So
+ * a flag bit can outlive the waiters it stood for: a timed-out sleeper
+ * leaves the sleepers bit (the next unlock turns it into a stray awake
+ * bit), a wake-up that found nobody leaves the awake bit. Both cost at
+ * most one wake-up, and destroy judges "held or waited for" by the owner
+ * id and the hand-off slot, never by these bits.
  *
  * Owner ids index a registry of per-thread descriptors, allocated on a
  * thread's first lock and recycled at its exit, never freed, so a waiter
@@ -31,6 +44,23 @@
  * descriptor points at the owner's rseq area, whose cpu_id the kernel
  * rewrites each time the owner returns to user space on some CPU: if it
  * names the waiter's own CPU, the owner cannot be running now.
+ *
+ * An id is a descriptor index (low ID_INDEX_BITS) and a generation (the
+ * rest of the 28 owner bits), bumped each time the descriptor is recycled:
+ * the thread that reuses a descriptor gets a new id, so it neither owns nor
+ * may unlock a mutex that the exited thread left locked, and a waiter sees
+ * that such an owner is gone (its descriptor's id changed). A freed
+ * descriptor is reused, oldest first, only while more than FREE_RESERVE
+ * are free, so at least FREE_RESERVE other threads exit between its
+ * release and its reuse, and an id comes back only after 256 generations
+ * of its descriptor: 65536 thread exits or more.
+ *
+ * fork(): the child has only the forking thread. Its handler frees the
+ * descriptors of every other thread (new generations, so a mutex one of
+ * them held stays held, by nobody, as with a pthread mutex), and the
+ * registry lock is held across fork() so that the child finds it free.
+ * An unlock that finds a dead thread in the hand-off slot releases the
+ * lock instead of naming it.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -45,9 +75,17 @@
 #define STATE_HANDOFF		(1 << 29)
 #define STATE_SLEEPERS		(1 << 30)
 
+/* Owner id: descriptor index 1 .. MAX_INDEX, then 8 bits of generation. */
+#define ID_INDEX_BITS		20
+#define ID_INDEX_MASK		((1U << ID_INDEX_BITS) - 1)
+#define ID_GENERATION_ONE	(1U << ID_INDEX_BITS)
+#define MAX_INDEX		ID_INDEX_MASK	/* threads alive at once */
+/* Free descriptors kept unused, so that a recycled id comes back late. */
+#define FREE_RESERVE		256
+
 #define CHUNK_SHIFT		8
 #define CHUNK_SIZE		(1U << CHUNK_SHIFT)
-#define NR_CHUNKS		4096	/* 1 M thread ids alive at once */
+#define NR_CHUNKS		(1U << (ID_INDEX_BITS - CHUNK_SHIFT))
 
 #define DEFAULT_SPIN_NS		100000
 /* Longest hold sample the average takes in, and its clip above 4 x avg. */
@@ -97,17 +135,21 @@
 
 struct urcu_mutex_thread {
 	struct urcu_rseq_abi *rseq;	/* NULL: no rseq, or thread gone */
-	int32_t blocked;		/* > 0 while in a blocking call of ours */
+	int32_t blocked;		/* > 0 while in a blocking call */
 	int32_t grant;			/* bumped by the unlock that hands off */
 	int32_t peekers;		/* waiters reading *rseq right now */
 	pid_t tid;
+	/* Its thread's id while live; the next generation once freed. */
 	uint32_t id;
-	struct urcu_mutex_thread *next_free;
+	bool live;			/* registry_lock */
+	struct urcu_mutex_thread *next_free;	/* registry_lock */
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 static struct urcu_mutex_thread *chunks[NR_CHUNKS];
-static uint32_t next_id = 1;
-static struct urcu_mutex_thread *free_list;
+/* All under registry_lock. */
+static uint32_t next_index = 1;
+static struct urcu_mutex_thread *free_head, *free_tail;
+static uint32_t nr_free;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static __thread struct urcu_mutex_thread *self;
@@ -116,6 +158,12 @@ static __thread struct urcu_mutex_thread *self;
  * line waiters write (peekers) while they watch the owner.
  */
 static __thread uint32_t self_id;
+/*
+ * urcu_mutex_blocking_begin() nesting, kept here too so that a thread
+ * without a descriptor needs none for it, and gets it right if it takes
+ * one inside the bracket.
+ */
+static __thread int32_t blocking_depth;
 /* Until when this thread's spins are capped short (see CONTENDED_NS). */
 static __thread int64_t contended_until;
 
@@ -125,6 +173,7 @@ static bool kernel_backend;
 
 static struct urcu_mutex_thread *desc_of(uint32_t id)
 {
+	uint32_t index = (id & ID_INDEX_MASK) - 1;
 	struct urcu_mutex_thread *c;
 
 	/*
@@ -132,8 +181,41 @@ static struct urcu_mutex_thread *desc_of(uint32_t id)
 	 * from the lock word, written after the chunk was published.
 	 */
 	cmm_smp_rmb();
-	c = CMM_LOAD_SHARED(chunks[(id - 1) >> CHUNK_SHIFT]);
-	return &c[(id - 1) & (CHUNK_SIZE - 1)];
+	c = CMM_LOAD_SHARED(chunks[index >> CHUNK_SHIFT]);
+	return &c[index & (CHUNK_SIZE - 1)];
+}
+
+/*
+ * Is @id still its thread's id? False once the thread exited (or, in a
+ * fork child, did not come along). A hint for a thread other than the
+ * caller: it may exit right after.
+ */
+static bool id_alive(uint32_t id)
+{
+	uint32_t index = id & ID_INDEX_MASK;
+
+	/* Read from a mutex's hand-off slot: not trusted to be an id. */
+	if (!index || index > MAX_INDEX || (id & ~STATE_OWNER_MASK)
+			|| !CMM_LOAD_SHARED(chunks[(index - 1) >> CHUNK_SHIFT]))
+		return false;
+	return CMM_LOAD_SHARED(desc_of(id)->id) == id;
+}
+
+/* registry_lock held. */
+static void free_desc(struct urcu_mutex_thread *d)
+{
+	uint32_t next = (d->id + ID_GENERATION_ONE) & STATE_OWNER_MASK;
+
+	d->live = false;
+	/* Never 0: the index bits are not. */
+	CMM_STORE_SHARED(d->id, next);
+	d->next_free = NULL;
+	if (free_tail)
+		free_tail->next_free = d;
+	else
+		free_head = d;
+	free_tail = d;
+	nr_free++;
 }
 
 static void thread_exit(void *arg)
@@ -152,45 +234,98 @@ static void thread_exit(void *arg)
 	/* Waiters with the /proc signal may still read it: see owner_off_cpu(). */
 	CMM_STORE_SHARED(d->tid, 0);
 	pthread_mutex_lock(&registry_lock);
-	d->next_free = free_list;
-	free_list = d;
+	free_desc(d);
 	pthread_mutex_unlock(&registry_lock);
 	self = NULL;
 	self_id = 0;
 }
 
-static struct urcu_mutex_thread *alloc_desc(void)
+/* A never-used descriptor, or NULL; registry_lock held. */
+static struct urcu_mutex_thread *fresh_desc(void)
 {
-	struct urcu_mutex_thread *d = NULL, *c;
-	uint32_t id;
+	uint32_t index = next_index;
+	struct urcu_mutex_thread *c;
 	void *mem;
 
-	pthread_mutex_lock(&registry_lock);
-	if (free_list) {
-		d = free_list;
-		free_list = d->next_free;
-		goto out;
-	}
-	id = next_id;
-	if (id > NR_CHUNKS * CHUNK_SIZE)
-		goto out;
-	c = chunks[(id - 1) >> CHUNK_SHIFT];
+	if (index > MAX_INDEX)
+		return NULL;
+	c = chunks[(index - 1) >> CHUNK_SHIFT];
 	if (!c) {
 		if (posix_memalign(&mem, CAA_CACHE_LINE_SIZE,
 				CHUNK_SIZE * sizeof(*c)))
-			goto out;
+			return NULL;
 		memset(mem, 0, CHUNK_SIZE * sizeof(*c));
 		c = (struct urcu_mutex_thread *) mem;
 		/* Pairs with cmm_smp_rmb() in desc_of(). */
 		cmm_smp_wmb();
-		CMM_STORE_SHARED(chunks[(id - 1) >> CHUNK_SHIFT], c);
+		CMM_STORE_SHARED(chunks[(index - 1) >> CHUNK_SHIFT], c);
 	}
-	d = &c[(id - 1) & (CHUNK_SIZE - 1)];
-	d->id = id;
-	next_id++;
-out:
+	next_index++;
+	c = &c[(index - 1) & (CHUNK_SIZE - 1)];
+	CMM_STORE_SHARED(c->id, index);
+	return c;
+}
+
+static struct urcu_mutex_thread *alloc_desc(void)
+{
+	struct urcu_mutex_thread *d = NULL;
+
+	pthread_mutex_lock(&registry_lock);
+	if (nr_free <= FREE_RESERVE)
+		d = fresh_desc();
+	if (!d && free_head) {
+		d = free_head;
+		free_head = d->next_free;
+		if (!free_head)
+			free_tail = NULL;
+		nr_free--;
+	}
+	if (d)
+		d->live = true;
 	pthread_mutex_unlock(&registry_lock);
 	return d;
+}
+
+/*
+ * fork(): the registry lock is held across it, so that the child does not
+ * inherit it locked by a thread that does not exist there.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&registry_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&registry_lock);
+}
+
+/*
+ * In the child, the forking thread is the only thread: free the other
+ * descriptors (their ids get a new generation, so a mutex their thread
+ * held stays held by nobody) and drop the peeks of waiters that stayed
+ * behind, which the owner's exit would otherwise wait for.
+ */
+static void fork_child(void)
+{
+	struct urcu_mutex_thread *d;
+	uint32_t index;
+
+	for (index = 1; index < next_index; index++) {
+		d = desc_of(index);
+		d->peekers = 0;
+		if (d == self) {
+			d->tid = (pid_t) syscall(SYS_gettid);
+			continue;
+		}
+		if (!d->live)
+			continue;
+		d->rseq = NULL;
+		d->tid = 0;
+		d->blocked = 0;
+		free_desc(d);
+	}
+	pthread_mutex_unlock(&registry_lock);
 }
 
 static struct urcu_mutex_thread *self_slow(void)
@@ -203,7 +338,7 @@ static struct urcu_mutex_thread *self_slow(void)
 	}
 	(void) urcu_rseq_thread_register();
 	CMM_STORE_SHARED(d->tid, (pid_t) syscall(SYS_gettid));
-	CMM_STORE_SHARED(d->blocked, 0);
+	CMM_STORE_SHARED(d->blocked, blocking_depth);
 	CMM_STORE_SHARED(d->rseq, urcu_rseq_available() ? urcu_rseq_area() : NULL);
 	(void) pthread_setspecific(exit_key, d);
 	self = d;
@@ -238,6 +373,7 @@ static bool kernel_probe(void)
 static void __attribute__((constructor)) mutex_init_once(void)
 {
 	(void) pthread_key_create(&exit_key, thread_exit);
+	(void) pthread_atfork(fork_prepare, fork_parent, fork_child);
 	kernel_backend = kernel_probe();
 }
 
@@ -279,6 +415,9 @@ static bool owner_off_cpu(uint32_t id, unsigned int sig)
 	struct urcu_rseq_abi *rs;
 	int cpu = -1, mine;
 
+	/* An owner that exited holding the lock will not release it soon. */
+	if (CMM_LOAD_SHARED(d->id) != id)
+		return true;
 	if ((sig & URCU_MUTEX_OWNER_BLOCKED) && CMM_LOAD_SHARED(d->blocked) > 0)
 		return true;
 	if (!(sig & (URCU_MUTEX_OWNER_SAME_CPU | URCU_MUTEX_OWNER_KERNEL)))
@@ -551,7 +690,13 @@ static int handoff_wait(struct urcu_mutex *m, struct urcu_mutex_thread *me,
 	int32_t g, s;
 	int ret;
 
-	if (uatomic_cmpxchg(&m->handoff, 0, (int32_t) id) != 0)
+	g = uatomic_cmpxchg(&m->handoff, 0, (int32_t) id);
+	/*
+	 * An occupant that is not alive came into a fork child from its
+	 * parent and will never leave: take its place.
+	 */
+	if (g && (id_alive((uint32_t) g)
+			|| uatomic_cmpxchg(&m->handoff, g, (int32_t) id) != g))
 		return EAGAIN;
 	for (;;) {
 		g = CMM_LOAD_SHARED(me->grant);
@@ -718,6 +863,14 @@ static int unlock_slow(struct urcu_mutex *m, uint32_t id, int32_t s)
 		}
 		if (s & STATE_HANDOFF) {
 			target = uatomic_xchg(&m->handoff, 0);
+			/*
+			 * A waiter cannot leave the slot but by a timeout that
+			 * empties it; one that is gone did not come along into
+			 * a fork child, and naming it would lock the mutex for
+			 * ever.
+			 */
+			if (target && !id_alive((uint32_t) target))
+				target = 0;
 			if (target) {
 				CMM_STORE_SHARED(m->seq, m->seq + 1);
 				for (;;) {
@@ -727,7 +880,12 @@ static int unlock_slow(struct urcu_mutex *m, uint32_t id, int32_t s)
 						break;
 					s = old;
 				}
-				/* Pairs with the cmm_smp_mb() in handoff_wait(). */
+				/*
+				 * The target owns the lock now and may free it:
+				 * only its descriptor (never freed) is touched
+				 * from here. Pairs with the cmm_smp_mb() in
+				 * handoff_wait().
+				 */
 				d = desc_of((uint32_t) target);
 				uatomic_inc(&d->grant);
 				/*
@@ -763,18 +921,17 @@ static int unlock_slow(struct urcu_mutex *m, uint32_t id, int32_t s)
 	}
 	if ((s & (STATE_SLEEPERS | STATE_AWAKE)) != STATE_SLEEPERS)
 		return 0;
-	if (urcu_rseq_futex_wake(&m->state, 1))
-		return 0;
 	/*
-	 * Nobody was asleep (the sleepers left, or are still on their way
-	 * and see the word changed): drop the awake bit we set, so that it
-	 * does not outlive every waiter (destroy would see it). Clearing it
-	 * is always safe: a spinner that set it since sets it again.
+	 * The lock is released: the mutex may be freed by now, and we read
+	 * and write nothing in it. FUTEX_WAKE only names the address: on a
+	 * private futex the kernel hashes the address with our mm and never
+	 * reads or writes user memory, so a freed (even unmapped) word costs
+	 * nothing, and a reused one at worst wakes a waiter of another futex
+	 * at the same address, which must recheck its condition anyway. If
+	 * the wake-up finds nobody, the awake bit set in the release stays,
+	 * standing for nobody (see the top of this file).
 	 */
-	s = CMM_LOAD_SHARED(m->state);
-	while ((s & STATE_AWAKE)
-			&& (old = uatomic_cmpxchg(&m->state, s, s & ~STATE_AWAKE)) != s)
-		s = old;
+	(void) urcu_rseq_futex_wake(&m->state, 1);
 	return 0;
 }
 
@@ -821,29 +978,57 @@ int urcu_mutex_init(struct urcu_mutex *m, const struct urcu_mutex_attr *attr)
 	return 0;
 }
 
+/*
+ * Busy: held (by a live thread or one that exited holding it), or a live
+ * waiter sits in the hand-off slot. The sleepers and awake bits are not
+ * looked at: they may outlive the waiters they stood for (see the top of
+ * this file), and a waiter that has not reached the hand-off slot is not
+ * seen; destroying a mutex that threads still wait for is undefined, as
+ * for pthread_mutex_destroy().
+ */
 int urcu_mutex_destroy(struct urcu_mutex *m)
 {
-	int32_t s;
+	int32_t s, h;
+	bool busy;
 
 	if (!m)
 		return EINVAL;
 	s = CMM_LOAD_SHARED(m->state);
-	urcu_rseq_debug_check(s == 0, "urcu_mutex",
+	h = CMM_LOAD_SHARED(m->handoff);
+	busy = owner_of(s) || (h && id_alive((uint32_t) h));
+	urcu_rseq_debug_check(!busy, "urcu_mutex",
 			"destroy of a mutex that is held or waited for");
-	return s ? EBUSY : 0;
+	return busy ? EBUSY : 0;
 }
 
 bool urcu_mutex_is_owner(struct urcu_mutex *m)
 {
-	return owner_of(CMM_LOAD_SHARED(m->state)) == get_self_id();
+	uint32_t id = self_id;
+
+	/* A thread that never took an id owns nothing: do not give it one. */
+	return id && owner_of(CMM_LOAD_SHARED(m->state)) == id;
 }
 
+/*
+ * Only the calling thread writes its blocked count (here and in
+ * futex_sleep()); waiters only read it, as a hint: plain stores do, with
+ * no barrier. A thread without a descriptor holds no mutex, so nobody
+ * looks: it only counts, for the descriptor it may take inside.
+ */
 void urcu_mutex_blocking_begin(void)
 {
-	uatomic_inc(&get_self()->blocked);
+	struct urcu_mutex_thread *d = self;
+
+	blocking_depth++;
+	if (d)
+		CMM_STORE_SHARED(d->blocked, d->blocked + 1);
 }
 
 void urcu_mutex_blocking_end(void)
 {
-	uatomic_dec(&get_self()->blocked);
+	struct urcu_mutex_thread *d = self;
+
+	blocking_depth--;
+	if (d)
+		CMM_STORE_SHARED(d->blocked, d->blocked - 1);
 }

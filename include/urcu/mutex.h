@@ -21,10 +21,32 @@
  * - unlock: the owner only. Any other thread gets EPERM and the lock is
  *   left as it was (the debug build aborts with a message).
  * - init: before any other use; destroy: when no thread uses the mutex any
- *   more (EBUSY while it is held; the debug build aborts).
+ *   more (EBUSY while it is held, or while a waiter sits in its hand-off
+ *   slot; the debug build aborts). Destroying it while other threads still
+ *   wait for it is undefined, as for pthread_mutex_destroy().
  * - None of them from a signal handler.
  *
- * A thread that exits while it holds a mutex leaves it locked for ever.
+ * Lifecycle: once urcu_mutex_unlock() has released the lock it no longer
+ * touches the mutex, so the thread that locks it next may unlock, destroy
+ * and free it at once (e.g. the memory holding it, when a reference count
+ * kept under the mutex drops to zero); destroy then returns 0.
+ * urcu_mutex_timedlock() that returns ETIMEDOUT does not touch the mutex
+ * after it returns either.
+ *
+ * Thread exit: a thread that exits while it holds a mutex leaves it locked
+ * for ever. Owner ids are recycled, with a new generation each time: a
+ * thread that reuses an exited thread's id slot neither owns that mutex
+ * (is_owner is false) nor may unlock it (EPERM), until the slot's 8-bit
+ * generation wraps: a freed slot is reused, oldest first, only while more
+ * than 256 are free, so at least 256 other threads exit between its
+ * release and its reuse, and the same id comes back after at least 65536
+ * thread exits.
+ *
+ * fork(): the child's thread keeps its id and owns the mutexes it held in
+ * the parent; a mutex held by any other thread of the parent stays held in
+ * the child, by nobody (as with a pthread mutex): nobody may unlock it.
+ * Parent threads that waited for a mutex are not waiters in the child. All
+ * other operations work in the child, in new threads too.
  */
 #ifndef _URCU_MUTEX_H
 #define _URCU_MUTEX_H
@@ -107,7 +129,10 @@ URCU_RSEQ_API int urcu_mutex_timedlock(struct urcu_mutex *m,
 		const struct timespec *abstime);
 /* 0, or EPERM when the calling thread is not the owner. */
 URCU_RSEQ_API int urcu_mutex_unlock(struct urcu_mutex *m);
-/* 0, EBUSY while held, EINVAL for NULL. */
+/*
+ * 0; EBUSY while held or while a waiter is in the hand-off slot; EINVAL for
+ * NULL. 0 right after the last unlock, whatever waiters left before.
+ */
 URCU_RSEQ_API int urcu_mutex_destroy(struct urcu_mutex *m);
 
 /* Does the calling thread hold @m? (For assertions.) */
@@ -116,7 +141,8 @@ URCU_RSEQ_API bool urcu_mutex_is_owner(struct urcu_mutex *m);
 /*
  * Other primitives (urcu_cond, wait-stacks) bracket their futex sleeps with
  * these, so that waiters for a mutex the sleeper holds stop spinning.
- * Nestable.
+ * Nestable; a thread-local count and a plain store, no atomic instruction;
+ * a thread that never locked a mutex takes no id for them.
  */
 URCU_RSEQ_API void urcu_mutex_blocking_begin(void);
 URCU_RSEQ_API void urcu_mutex_blocking_end(void);

@@ -2,8 +2,11 @@
 /*
  * urcu_mutex: argument checks, ownership errors, timed locks, mutual
  * exclusion with more threads than CPUs (each owner-running setting), the
- * hand-off that keeps a waiter from starving, and a timed waiter leaving
- * the hand-off slot cleanly.
+ * hand-off that keeps a waiter from starving, a timed waiter leaving
+ * the hand-off slot cleanly, destroy right after an unlock that found a
+ * stale waiter bit, owner ids recycled at thread exit, a fork child whose
+ * parent left a waiter in the hand-off slot, and blocking_begin/end in a
+ * thread without an id.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,6 +22,15 @@
 #include <urcu/mutex.h>
 #include "tap.h"
 #include "stress.h"
+#include "lifecycle.h"
+
+/*
+ * The owner bits of the lock word (src/mutex.c): an unlocked mutex may keep
+ * waiter bits that outlived their waiters, so "free" means these are 0.
+ */
+#define OWNER_OF(m)	((uint32_t) CMM_LOAD_SHARED((m)->state) & 0x0fffffff)
+/* ... of which the low 20 bits name the owner's descriptor. */
+#define ID_SLOT(id)	((id) & 0xfffff)
 
 static int64_t now_ns(clockid_t clock)
 {
@@ -167,8 +179,8 @@ static void test_ownership(void)
 	arg = 30;
 	ok(run_other(timed_from_other, &arg) == 0, "timedlock of a free mutex");
 	ok(urcu_mutex_trylock(&shared), "trylock of a free mutex");
-	ok(urcu_mutex_unlock(&shared) == 0 && shared.state == 0,
-		"unlock leaves a clean lock word");
+	ok(urcu_mutex_unlock(&shared) == 0 && OWNER_OF(&shared) == 0,
+		"unlock releases the lock word");
 	ok(urcu_mutex_destroy(&shared) == 0, "destroy of a free mutex");
 #ifdef URCU_RSEQ_DEBUG
 	ok(aborts(child_unlock_not_owner), "debug: unlock by non-owner aborts");
@@ -305,14 +317,266 @@ static void test_handoff_timeout(void)
 	if (ret == 0)
 		urcu_mutex_unlock(&hog_m);
 	pthread_join(t, NULL);
-	ok(hog_m.state == 0, "the unlock after it leaves a clean lock word");
+	ok(OWNER_OF(&hog_m) == 0 && hog_m.handoff == 0
+		&& urcu_mutex_destroy(&hog_m) == 0,
+		"the unlock after it leaves the mutex free: destroy returns 0");
 	urcu_mutex_lock(&hog_m);
-	ok(urcu_mutex_unlock(&hog_m) == 0 && hog_m.state == 0, "still usable");
+	ok(urcu_mutex_unlock(&hog_m) == 0 && OWNER_OF(&hog_m) == 0
+		&& urcu_mutex_destroy(&hog_m) == 0, "still usable");
+}
+
+/*
+ * A waiter that slept and timed out leaves the sleepers bit; the unlock
+ * after it wakes nobody and leaves the awake bit, which it may no longer
+ * clear (the mutex may be gone). Destroy must not take that bit for a
+ * waiter, and the bit must not keep a later sleeper asleep.
+ */
+static struct urcu_mutex stale = URCU_MUTEX_INITIALIZER;
+
+static void *stale_timeout(void *arg)
+{
+	struct timespec ts = deadline_in(20000000);
+
+	(void) arg;
+	return (void *) (intptr_t) urcu_mutex_timedlock(&stale, &ts);
+}
+
+static void *stale_sleeper(void *arg)
+{
+	struct timespec ts = deadline_in(10000000000LL);	/* hang detector */
+	int ret = urcu_mutex_timedlock(&stale, &ts);
+
+	(void) arg;
+	if (!ret)
+		urcu_mutex_unlock(&stale);
+	return (void *) (intptr_t) ret;
+}
+
+static void test_stale_bits(void)
+{
+	pthread_t t;
+	void *ret;
+
+	urcu_mutex_lock(&stale);
+	ok(run_other(stale_timeout, NULL) == ETIMEDOUT,
+		"a waiter sleeps and times out");
+	ok(urcu_mutex_unlock(&stale) == 0, "the unlock after it");
+	diag("lock word after that unlock: %#x", (unsigned int) stale.state);
+	ok(OWNER_OF(&stale) == 0 && urcu_mutex_destroy(&stale) == 0,
+		"destroy right after it: 0, not EBUSY");
+	urcu_mutex_init(&stale, NULL);
+	/* Bits left over again, then a real sleeper: it must be woken. */
+	urcu_mutex_lock(&stale);
+	run_other(stale_timeout, NULL);
+	urcu_mutex_unlock(&stale);
+	urcu_mutex_lock(&stale);
+	if (pthread_create(&t, NULL, stale_sleeper, NULL))
+		bail_out("pthread_create");
+	usleep(50000);		/* let it go to sleep */
+	urcu_mutex_unlock(&stale);
+	pthread_join(t, &ret);
+	ok((intptr_t) ret == 0,
+		"a stale waiter bit does not keep a later sleeper asleep");
+	ok(urcu_mutex_destroy(&stale) == 0, "free at the end");
+}
+
+/*
+ * A thread exits holding a mutex; the threads after it recycle descriptors,
+ * one of them the dead owner's: none may own or unlock the mutex.
+ */
+static struct urcu_mutex orphan = URCU_MUTEX_INITIALIZER;
+
+struct probe {
+	uint32_t id;
+	bool owner;
+	int unlock_ret;
+};
+
+static void *exit_holding(void *arg)
+{
+	urcu_mutex_lock(&orphan);
+	*(uint32_t *) arg = OWNER_OF(&orphan);
+	return NULL;
+}
+
+static void *probe_orphan(void *arg)
+{
+	struct urcu_mutex mine = URCU_MUTEX_INITIALIZER;
+	struct probe *p = (struct probe *) arg;
+
+	urcu_mutex_lock(&mine);
+	p->id = OWNER_OF(&mine);
+	urcu_mutex_unlock(&mine);
+	p->owner = urcu_mutex_is_owner(&orphan);
+#ifndef URCU_RSEQ_DEBUG
+	p->unlock_ret = urcu_mutex_unlock(&orphan);
+#else
+	p->unlock_ret = EPERM;	/* the debug build would abort */
+#endif
+	return NULL;
+}
+
+static void test_recycled_id(void)
+{
+	unsigned int n = 0, same = 0, owned = 0, unlocked = 0;
+	struct probe p;
+	uint32_t dead;
+
+	run_other(exit_holding, &dead);
+	while (n < 4096 && same < 2) {
+		memset(&p, 0, sizeof(p));
+		run_other(probe_orphan, &p);
+		n++;
+		same += ID_SLOT(p.id) == ID_SLOT(dead);
+		owned += p.owner;
+		unlocked += p.unlock_ret != EPERM;
+	}
+	diag("dead owner %#x; %u threads after it, %u on its descriptor",
+		dead, n, same);
+	ok(same > 0, "a later thread reuses the dead owner's descriptor");
+	ok(owned == 0, "no later thread owns its mutex (%u did)", owned);
+	ok(unlocked == 0, "no later thread may unlock it: EPERM (%u could)",
+		unlocked);
+	ok(OWNER_OF(&orphan) == dead, "it stays held by the dead owner");
+#ifndef URCU_RSEQ_DEBUG
+	ok(urcu_mutex_destroy(&orphan) == EBUSY, "destroy: EBUSY");
+#else
+	skip(1, "debug build aborts on destroy while held");
+#endif
+}
+
+/*
+ * fork() while a parent thread waits in the hand-off slot of a mutex the
+ * forking thread holds: the child owns the mutex, and its unlock must not
+ * hand it to the waiter, who does not exist in the child.
+ */
+static struct urcu_mutex forked = URCU_MUTEX_INITIALIZER;
+/* Held by another parent thread at fork(): held by nobody in the child. */
+static struct urcu_mutex held_elsewhere = URCU_MUTEX_INITIALIZER;
+static int release_held;
+
+static void *hold_elsewhere(void *arg)
+{
+	(void) arg;
+	urcu_mutex_lock(&held_elsewhere);
+	while (!CMM_LOAD_SHARED(release_held))
+		usleep(1000);
+	urcu_mutex_unlock(&held_elsewhere);
+	return NULL;
+}
+
+static void *fork_waiter(void *arg)
+{
+	struct timespec ts = deadline_in(10000000000LL);
+
+	(void) arg;
+	if (urcu_mutex_timedlock(&forked, &ts) == 0)
+		urcu_mutex_unlock(&forked);
+	return NULL;
+}
+
+static int fork_child(void *arg)
+{
+	struct timespec ts = deadline_in(2000000000LL);
+	struct urcu_mutex m;
+
+	(void) arg;
+	if (!urcu_mutex_is_owner(&forked) || urcu_mutex_unlock(&forked))
+		return 1;
+	if (urcu_mutex_timedlock(&forked, &ts) || urcu_mutex_unlock(&forked))
+		return 2;
+	if (urcu_mutex_destroy(&forked))
+		return 3;
+	if (urcu_mutex_init(&m, NULL))
+		return 4;
+	urcu_mutex_lock(&m);
+	if (urcu_mutex_unlock(&m) || urcu_mutex_destroy(&m))
+		return 5;
+	if (urcu_mutex_trylock(&held_elsewhere)
+			|| urcu_mutex_is_owner(&held_elsewhere))
+		return 6;
+#ifndef URCU_RSEQ_DEBUG
+	if (urcu_mutex_unlock(&held_elsewhere) != EPERM
+			|| urcu_mutex_destroy(&held_elsewhere) != EBUSY)
+		return 7;
+#endif
+	return 0;
+}
+
+static void nop_handler(int sig)
+{
+	(void) sig;
+}
+
+static void test_fork(void)
+{
+	struct sigaction sa;
+	enum stress_fork_result res;
+	pthread_t t, h;
+
+	if (pthread_create(&h, NULL, hold_elsewhere, NULL))
+		bail_out("pthread_create");
+	while (!OWNER_OF(&held_elsewhere))
+		usleep(1000);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = nop_handler;	/* no SA_RESTART: the sleep returns */
+	sigaction(SIGUSR2, &sa, NULL);
+	urcu_mutex_lock(&forked);
+	if (pthread_create(&t, NULL, fork_waiter, NULL))
+		bail_out("pthread_create");
+	/* A sleeping waiter asks for the hand-off when it wakes past 1 ms. */
+	while (!CMM_LOAD_SHARED(forked.handoff)) {
+		pthread_kill(t, SIGUSR2);
+		usleep(2000);
+	}
+	res = stress_fork_check(fork_child, NULL, 10000);
+	ok(res == STRESS_FORK_OK,
+		"fork child: owns the mutex its thread held, unlocks, relocks and "
+		"destroys it past a parent waiter in the hand-off slot; a mutex "
+		"another parent thread held stays held, by nobody (%d)",
+		(int) res);
+	urcu_mutex_unlock(&forked);
+	pthread_join(t, NULL);
+	CMM_STORE_SHARED(release_held, 1);
+	pthread_join(h, NULL);
+	ok(OWNER_OF(&forked) == 0 && urcu_mutex_destroy(&forked) == 0,
+		"parent: the waiter got it and let it go");
+}
+
+/* blocking_begin/end in a thread that never took an id, and nested. */
+static void *blocking_thread(void *arg)
+{
+	struct urcu_mutex m = URCU_MUTEX_INITIALIZER;
+	int i, bad = 0;
+
+	(void) arg;
+	for (i = 0; i < 1000; i++) {
+		urcu_mutex_blocking_begin();
+		urcu_mutex_blocking_begin();
+		urcu_mutex_blocking_end();
+		urcu_mutex_blocking_end();
+	}
+	bad |= urcu_mutex_is_owner(&m);
+	/* Takes its id inside a bracket. */
+	urcu_mutex_blocking_begin();
+	urcu_mutex_lock(&m);
+	urcu_mutex_blocking_end();
+	bad |= !urcu_mutex_is_owner(&m);
+	bad |= urcu_mutex_unlock(&m) != 0;
+	bad |= urcu_mutex_destroy(&m) != 0;
+	return (void *) (intptr_t) bad;
+}
+
+static void test_blocking(void)
+{
+	ok(run_other(blocking_thread, NULL) == 0,
+		"blocking_begin/end: nested, without an id, and around the "
+		"first lock");
 }
 
 int main(void)
 {
-	plan_tests(35);
+	plan_tests(35 + 5 + 5 + 2 + 1);
 	test_args();
 	test_ownership();
 	test_exclusion(URCU_MUTEX_OWNER_DEFAULT, "default");
@@ -320,5 +584,9 @@ int main(void)
 	test_exclusion(URCU_MUTEX_OWNER_ALL, "all signals (proc)");
 	test_handoff();
 	test_handoff_timeout();
+	test_stale_bits();
+	test_recycled_id();
+	test_fork();
+	test_blocking();
 	return exit_status();
 }
