@@ -1,0 +1,209 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# check-abi.sh must fail on every break doc/abi.md lists and pass on
+# additions: a two-function library is built once as the reference, then
+# again with one change at a time, and check-abi.sh judges each build.
+# With LIB.so (the real library) and its INCLUDEDIR, its own ABI is also
+# checked against references patched to an older layout of a public
+# structure.
+#
+# usage: test-check-abi.sh [LIB.so INCLUDEDIR]     (TAP on stdout)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+check=$here/check-abi.sh
+cc=${CC:-cc}
+for tool in abidw abidiff readelf; do
+	command -v $tool >/dev/null 2>&1 || {
+		echo "1..0 # SKIP $tool not found (apt-get install abigail-tools)"
+		exit 0
+	}
+done
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=$((failed + 1))
+		sed 's/^/# /' "$tmp/out"
+	fi
+}
+
+# The library, with VARIANT selecting one change; the header of a
+# dependency (the role liburcu plays) lives outside the public headers.
+mkdir -p "$tmp/inc/t" "$tmp/dep"
+cat >"$tmp/dep/dep.h" <<'EOF'
+struct dep_ops {
+	void (*a)(void);
+	void (*b)(void);
+#if VARIANT == 10
+	void (*c)(void);	/* the dependency grew its own structure */
+#endif
+};
+EOF
+cat >"$tmp/inc/t/t.h" <<'EOF'
+#include <stdint.h>
+#include "dep.h"
+
+struct t_obj {
+#if VARIANT == 5
+	void *p;		/* members reordered */
+	int32_t a;
+	int32_t b;
+#else
+	int32_t a;
+#if VARIANT == 4
+	uint32_t pad_use;	/* inserted into padding: same size */
+#endif
+	void *p;
+	int32_t b;
+#endif
+#if VARIANT == 3
+	int32_t grown;		/* added at the end: bigger */
+#endif
+}
+#if VARIANT == 11
+__attribute__((aligned(64)))
+#endif
+;
+
+/* Read only by an inline function: no exported function reaches it. */
+struct t_inline {
+	long x;
+#if VARIANT == 9
+	long inserted;
+#endif
+	long y;
+};
+
+static inline long t_inline_y(const struct t_inline *i) { return i->y; }
+
+#if VARIANT == 2
+struct t_new { int n; };	/* a new public structure */
+int t_new_get(struct t_new *n);
+#endif
+
+#if VARIANT == 8
+int t_get(const struct t_obj *o, int which);	/* a parameter added */
+#else
+int t_get(const struct t_obj *o);
+#endif
+#if VARIANT != 7
+void t_set(struct t_obj *o, int v);		/* 7: removed */
+#endif
+#if VARIANT == 1
+void t_added(struct t_obj *o);
+#endif
+extern const struct dep_ops t_ops;
+EOF
+cat >"$tmp/t.c" <<'EOF'
+#include "t.h"
+
+__attribute__((visibility("hidden"))) struct t_inline t_state;
+static void nop(void) { }
+const struct dep_ops t_ops = { nop, nop };
+#if VARIANT == 8
+int t_get(const struct t_obj *o, int which) { return which ? o->b : o->a; }
+#else
+int t_get(const struct t_obj *o) { return o->a + (int) t_state.y; }
+#endif
+#if VARIANT != 7
+void t_set(struct t_obj *o, int v) { o->a = v; }
+#endif
+#if VARIANT == 1
+void t_added(struct t_obj *o) { o->b = 0; }
+#endif
+#if VARIANT == 2
+int t_new_get(struct t_new *n) { return n->n; }
+#endif
+EOF
+
+build() {
+	$cc -g -O2 -shared -fPIC -DVARIANT="$1" -I"$tmp/inc/t" -I"$tmp/dep" \
+		-Wl,-soname,libt.so.1 -o "$tmp/libt.so" "$tmp/t.c"
+}
+
+judge() {	# VARIANT EXPECTED-STATUS WHAT
+	if ! build "$1" >"$tmp/out" 2>&1; then
+		ok 1 "variant $1 builds"
+		return
+	fi
+	$check check "$tmp/libt.so" "$tmp/inc" "$tmp/abi" >"$tmp/out" 2>&1
+	st=$?
+	[ "$st" -eq "$2" ]
+	ok $? "$3 (check-abi.sh exits $st, expected $2)"
+}
+
+build 0 >"$tmp/out" 2>&1
+ok $? "reference library builds"
+$check update "$tmp/libt.so" "$tmp/inc" "$tmp/abi" 1.0 >"$tmp/out" 2>&1
+ok $? "check-abi.sh update writes the reference"
+
+judge 0 0 "the same library passes"
+judge 1 0 "an added function passes"
+judge 2 0 "an added structure type and function pass"
+judge 10 0 "a dependency's own structure grown passes (not ours)"
+judge 3 1 "a public structure grown at its end fails"
+judge 4 1 "a member inserted into padding (same size) fails"
+judge 5 1 "members reordered (offsets moved, same size) fails"
+judge 11 1 "a public structure's alignment changed fails"
+judge 9 1 "a structure only an inline function reads, changed, fails"
+judge 7 1 "a removed function fails"
+judge 8 1 "a changed signature fails"
+
+# A new soname has no reference until one is written on purpose.
+$cc -g -O2 -shared -fPIC -DVARIANT=0 -I"$tmp/inc/t" -I"$tmp/dep" \
+	-Wl,-soname,libt.so.2 -o "$tmp/libt.so" "$tmp/t.c" >"$tmp/out" 2>&1
+$check check "$tmp/libt.so" "$tmp/inc" "$tmp/abi" >"$tmp/out" 2>&1
+[ $? -eq 1 ]
+ok $? "a soname without a reference fails"
+
+# The real library against its own ABI with one public structure moved
+# back to another layout: its current size, and one member's offset.
+if [ $# -ge 2 ] && [ -f "$1" ] && [ -d "$2" ]; then
+	lib=$1
+	inc=$2
+	soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+	mkdir -p "$tmp/real/0"
+	$check update "$lib" "$inc" "$tmp/real" 0 >"$tmp/out" 2>&1
+	ok $? "dump of $soname"
+	$check check "$lib" "$inc" "$tmp/real" >"$tmp/out" 2>&1
+	ok $? "$soname passes against its own dump"
+	xml=$tmp/real/0/$soname.xml
+	cp "$xml" "$tmp/real.xml"
+	# <class-decl name='urcu_percpu_lock' size-in-bits='N' ...
+	sed -i "s/\(<class-decl name='urcu_percpu_lock' size-in-bits='\)[0-9]*'/\14096'/" "$xml"
+	! cmp -s "$xml" "$tmp/real.xml"
+	ok $? "reference patched: struct urcu_percpu_lock size"
+	$check check "$lib" "$inc" "$tmp/real" >"$tmp/out" 2>&1
+	[ $? -eq 1 ]
+	ok $? "$soname fails against a reference with another urcu_percpu_lock size"
+	# The last member of struct urcu_wait_node one word further.
+	awk '
+		/<class-decl name=.urcu_wait_node. / { in_node = 1 }
+		in_node && /<\/class-decl>/ { in_node = 0 }
+		in_node && /layout-offset-in-bits/ { last = NR }
+		{ line[NR] = $0 }
+		END {
+			for (i = 1; i <= NR; i++) {
+				if (i == last)
+					sub(/layout-offset-in-bits=.[0-9]*/,
+						"&0", line[i])
+				print line[i]
+			}
+		}' "$tmp/real.xml" >"$xml"
+	! cmp -s "$xml" "$tmp/real.xml"
+	ok $? "reference patched: a member offset of struct urcu_wait_node"
+	$check check "$lib" "$inc" "$tmp/real" >"$tmp/out" 2>&1
+	[ $? -eq 1 ]
+	ok $? "$soname fails against a reference with another urcu_wait_node layout"
+fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
