@@ -11,7 +11,9 @@
 #         alignment, a member added, removed, moved or retyped), whether a
 #         function reaches the structure or only an inline function does.
 #         Added functions, variables and structure types pass.
-# update: write ABIDIR/VERSION/<SONAME>.xml from LIB.so with abidw.
+# update: write ABIDIR/VERSION/<SONAME>.xml from LIB.so with abidw; refused
+#         when LIB.so breaks the reference of an older VERSION with the same
+#         soname (a break needs a new soname).
 #
 # "Public structure" means one that a header in INCLUDEDIR defines; every
 # other structure type (liburcu's, glibc's, the library's private ones) is
@@ -54,6 +56,22 @@ dump() {
 case $mode in
 update)
 	version=${5:?"update needs a VERSION"}
+	# A release's reference is history: the same soname in a later
+	# version must be compatible with it (else bump the soname, see
+	# doc/abi.md). The reference of VERSION itself is rewritten freely
+	# until VERSION is released.
+	mkdir "$tmp/released"
+	for dir in $(ls -1 "$abidir" 2>/dev/null); do
+		[ "$dir" != "$version" ] && [ -f "$abidir/$dir/$soname.xml" ] &&
+			ln -s "$(cd "$abidir/$dir" && pwd)" "$tmp/released/$dir"
+	done
+	if [ -n "$(ls "$tmp/released")" ] &&
+			! sh "$0" check "$lib" "$incdir" "$tmp/released"; then
+		echo "check-abi: $soname breaks the ABI of a released reference:" \
+			"bump -version-info current (age 0) for a new soname," \
+			"see doc/abi.md; nothing written" >&2
+		exit 1
+	fi
 	mkdir -p "$abidir/$version" || exit 1
 	dump "$abidir/$version/$soname.xml" || exit 1
 	echo "wrote $abidir/$version/$soname.xml"

@@ -157,6 +157,16 @@ judge 9 1 "a structure only an inline function reads, changed, fails"
 judge 7 1 "a removed function fails"
 judge 8 1 "a changed signature fails"
 
+# update: a break of a released reference is refused for the next
+# version; the unreleased version's own reference is rewritten.
+build 3 >"$tmp/out" 2>&1
+$check update "$tmp/libt.so" "$tmp/inc" "$tmp/abi" 1.1 >"$tmp/out" 2>&1
+[ $? -eq 1 ] && [ ! -e "$tmp/abi/1.1/libt.so.1.xml" ]
+ok $? "update refuses to record a break of 1.0 as 1.1 (same soname)"
+cp -r "$tmp/abi" "$tmp/abi-rewrite"
+$check update "$tmp/libt.so" "$tmp/inc" "$tmp/abi-rewrite" 1.0 >"$tmp/out" 2>&1
+ok $? "update rewrites the reference of the version being developed"
+
 # A new soname has no reference until one is written on purpose.
 $cc -g -O2 -shared -fPIC -DVARIANT=0 -I"$tmp/inc/t" -I"$tmp/dep" \
 	-Wl,-soname,libt.so.2 -o "$tmp/libt.so" "$tmp/t.c" >"$tmp/out" 2>&1
