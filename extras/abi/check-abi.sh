@@ -23,6 +23,8 @@
 # reference taken on one host is valid on another: see doc/abi.md.
 # Needs abigail-tools (abidw, abidiff) and a library built with -g.
 set -u
+LC_ALL=C	# sort and comm must agree on the order
+export LC_ALL
 mode=${1:-}
 lib=${2:-}
 incdir=${3:-}
@@ -61,7 +63,8 @@ update)
 	# doc/abi.md). The reference of VERSION itself is rewritten freely
 	# until VERSION is released.
 	mkdir "$tmp/released"
-	for dir in $(ls -1 "$abidir" 2>/dev/null); do
+	for dir in "$abidir"/*/; do
+		dir=$(basename "$dir")
 		[ "$dir" != "$version" ] && [ -f "$abidir/$dir/$soname.xml" ] &&
 			ln -s "$(cd "$abidir/$dir" && pwd)" "$tmp/released/$dir"
 	done
