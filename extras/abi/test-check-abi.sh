@@ -8,6 +8,7 @@
 # structure: a fresh dump, and the stored reference under ABIDIR.
 #
 # usage: test-check-abi.sh [LIB.so INCLUDEDIR [ABIDIR]]     (TAP on stdout)
+#        (or ABI_LIB, ABI_INCLUDE, ABI_DIR in the environment: make check)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 check=$here/check-abi.sh
@@ -216,10 +217,10 @@ patched() {	# WHICH XML LABEL
 	ok $? "$3: $soname fails against it"
 }
 
-if [ $# -ge 2 ] && [ -f "$1" ] && [ -d "$2" ]; then
-	lib=$1
-	inc=$2
-	abidir=${3:-}
+lib=${1:-${ABI_LIB:-}}
+inc=${2:-${ABI_INCLUDE:-}}
+abidir=${3:-${ABI_DIR:-}}
+if [ -n "$lib" ] && [ -f "$lib" ] && [ -n "$inc" ] && [ -d "$inc" ]; then
 	soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 	$check update "$lib" "$inc" "$tmp/real" 0 >"$tmp/out" 2>&1
 	ok $? "dump of $soname"
