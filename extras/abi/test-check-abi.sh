@@ -11,7 +11,7 @@
 #        (or ABI_LIB, ABI_INCLUDE, ABI_DIR in the environment: make check)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-check=$here/check-abi.sh
+check() { sh "$here/check-abi.sh" "$@"; }
 cc=${CC:-cc}
 for tool in abidw abidiff readelf; do
 	command -v $tool >/dev/null 2>&1 || {
@@ -135,7 +135,7 @@ judge() {	# VARIANT EXPECTED-STATUS WHAT
 		ok 1 "variant $1 builds"
 		return
 	fi
-	$check check "$tmp/libt.so" "$tmp/inc" "$tmp/abi" >"$tmp/out" 2>&1
+	check check "$tmp/libt.so" "$tmp/inc" "$tmp/abi" >"$tmp/out" 2>&1
 	st=$?
 	[ "$st" -eq "$2" ]
 	ok $? "$3 (check-abi.sh exits $st, expected $2)"
@@ -143,7 +143,7 @@ judge() {	# VARIANT EXPECTED-STATUS WHAT
 
 build 0 >"$tmp/out" 2>&1
 ok $? "reference library builds"
-$check update "$tmp/libt.so" "$tmp/inc" "$tmp/abi" 1.0 >"$tmp/out" 2>&1
+check update "$tmp/libt.so" "$tmp/inc" "$tmp/abi" 1.0 >"$tmp/out" 2>&1
 ok $? "check-abi.sh update writes the reference"
 
 judge 0 0 "the same library passes"
@@ -161,17 +161,17 @@ judge 8 1 "a changed signature fails"
 # update: a break of a released reference is refused for the next
 # version; the unreleased version's own reference is rewritten.
 build 3 >"$tmp/out" 2>&1
-$check update "$tmp/libt.so" "$tmp/inc" "$tmp/abi" 1.1 >"$tmp/out" 2>&1
+check update "$tmp/libt.so" "$tmp/inc" "$tmp/abi" 1.1 >"$tmp/out" 2>&1
 [ $? -eq 1 ] && [ ! -e "$tmp/abi/1.1/libt.so.1.xml" ]
 ok $? "update refuses to record a break of 1.0 as 1.1 (same soname)"
 cp -r "$tmp/abi" "$tmp/abi-rewrite"
-$check update "$tmp/libt.so" "$tmp/inc" "$tmp/abi-rewrite" 1.0 >"$tmp/out" 2>&1
+check update "$tmp/libt.so" "$tmp/inc" "$tmp/abi-rewrite" 1.0 >"$tmp/out" 2>&1
 ok $? "update rewrites the reference of the version being developed"
 
 # A new soname has no reference until one is written on purpose.
 $cc -g -O2 -shared -fPIC -DVARIANT=0 -I"$tmp/inc/t" -I"$tmp/dep" \
 	-Wl,-soname,libt.so.2 -o "$tmp/libt.so" "$tmp/t.c" >"$tmp/out" 2>&1
-$check check "$tmp/libt.so" "$tmp/inc" "$tmp/abi" >"$tmp/out" 2>&1
+check check "$tmp/libt.so" "$tmp/inc" "$tmp/abi" >"$tmp/out" 2>&1
 [ $? -eq 1 ]
 ok $? "a soname without a reference fails"
 
@@ -212,7 +212,7 @@ patched() {	# WHICH XML LABEL
 	patch_$1 "$2" >"$tmp/patched/0/$soname.xml"
 	! cmp -s "$2" "$tmp/patched/0/$soname.xml"
 	ok $? "$3: reference patched ($1 of a public structure)"
-	$check check "$lib" "$inc" "$tmp/patched" >"$tmp/out" 2>&1
+	check check "$lib" "$inc" "$tmp/patched" >"$tmp/out" 2>&1
 	[ $? -eq 1 ]
 	ok $? "$3: $soname fails against it"
 }
@@ -222,9 +222,9 @@ inc=${2:-${ABI_INCLUDE:-}}
 abidir=${3:-${ABI_DIR:-}}
 if [ -n "$lib" ] && [ -f "$lib" ] && [ -n "$inc" ] && [ -d "$inc" ]; then
 	soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-	$check update "$lib" "$inc" "$tmp/real" 0 >"$tmp/out" 2>&1
+	check update "$lib" "$inc" "$tmp/real" 0 >"$tmp/out" 2>&1
 	ok $? "dump of $soname"
-	$check check "$lib" "$inc" "$tmp/real" >"$tmp/out" 2>&1
+	check check "$lib" "$inc" "$tmp/real" >"$tmp/out" 2>&1
 	ok $? "$soname passes against its own dump"
 	patched size "$tmp/real/0/$soname.xml" "dump"
 	patched offset "$tmp/real/0/$soname.xml" "dump"
@@ -235,7 +235,7 @@ if [ -n "$lib" ] && [ -f "$lib" ] && [ -n "$inc" ] && [ -d "$inc" ]; then
 	done
 	if [ -z "$ref" ]; then
 		echo "# no stored reference for $soname under '$abidir'"
-	elif ! $check check "$lib" "$inc" "$abidir" >"$tmp/out" 2>&1; then
+	elif ! check check "$lib" "$inc" "$abidir" >"$tmp/out" 2>&1; then
 		echo "# $soname differs from $ref already: make check-abi says how"
 	else
 		patched size "$ref" "stored reference"
