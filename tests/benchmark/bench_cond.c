@@ -267,11 +267,12 @@ static long task_loops;	/* calibrated to about 1 us */
 
 static void task(int v)
 {
-	volatile long x = v;
-	long i;
+	long x = v, i;
 
-	for (i = 0; i < task_loops; i++)
+	for (i = 0; i < task_loops; i++) {
 		x += i;
+		bench_keep(x);	/* a loop the compiler may not fold */
+	}
 }
 
 static void pool_wait(struct pool *pl, pthread_cond_t *pc, struct urcu_cond *uc)
@@ -463,11 +464,13 @@ static void op_broadcast(void *arg, uint64_t iters)
 	pthread_mutex_unlock(&bc->lock);
 }
 
-/* Notify with nobody waiting: the producer's cost when consumers are busy. */
-static struct urcu_ec idle_ec;
+/*
+ * Notify with nobody waiting: the producer's cost when consumers are busy.
+ * A row only next to its ck_ec baseline.
+ */
 #ifdef HAVE_CK
+static struct urcu_ec idle_ec;
 static struct ck_ec32 idle_ck;
-#endif
 
 static void op_notify_urcu(void *arg, uint64_t iters)
 {
@@ -475,7 +478,6 @@ static void op_notify_urcu(void *arg, uint64_t iters)
 		urcu_ec_notify(&idle_ec);
 }
 
-#ifdef HAVE_CK
 static void op_notify_ck(void *arg, uint64_t iters)
 {
 	while (iters--)

@@ -181,8 +181,9 @@ static void watch_worker(struct stress_thread *t)
 /*
  * A run may end before a re-pinned worker has run again, or re-pin a
  * worker to the CPU it was on (a slow emulated VM managed 2 migrations in
- * a whole run once, and no worker saw a change): run again, up to
- * STORM_RUNS times, until a worker has seen its CPU change.
+ * a whole run once, and no worker saw a change), and on a starved host the
+ * storm may not get a CPU within one run: run again, up to STORM_RUNS
+ * times, until a signal was delivered and a worker has seen its CPU change.
  */
 #define STORM_RUNS	5
 
@@ -191,22 +192,23 @@ static void test_storm(void)
 	struct watch w = { 0 };
 	struct stress_report rep;
 	unsigned long before = stress_signals_total(), migrations = 0;
+	unsigned long signals = 0;
 	int ncpu = stress_nr_cpus(), runs = 0;
 
 	do {
 		stress_run(watch_worker, &w, 2 * (unsigned int) ncpu + 1,
 			STRESS_SIGNALS | STRESS_MIGRATIONS, &rep);
 		migrations += rep.migrations;
-		if (!runs++) {
+		signals += rep.signals;
+		if (!runs++)
 			ok(w.started == rep.threads
 				&& rep.threads == 2 * (unsigned int) ncpu + 1,
 				"every worker ran (%u)", w.started);
-			ok(rep.signals > 0, "the storm delivered signals (%lu)",
-				rep.signals);
-			ok(stress_signals_total() - before >= rep.signals,
-				"the process-wide count covers the run's");
-		}
-	} while (ncpu >= 2 && !w.cpu_changes && runs < STORM_RUNS);
+	} while ((!signals || (ncpu >= 2 && !w.cpu_changes))
+			&& runs < STORM_RUNS);
+	ok(signals > 0, "the storm delivered signals (%lu)", signals);
+	ok(stress_signals_total() - before >= signals,
+		"the process-wide count covers the runs'");
 	diag("watch: %lu loops, %lu CPU changes seen by workers in %d run(s)",
 		w.loops, w.cpu_changes, runs);
 	if (ncpu < 2) {
@@ -234,8 +236,13 @@ static void test_start_stop(void)
 	stress_stop(g, &rep);
 	ok(rep.threads == 3 && rep.signals == 0 && rep.migrations == 0,
 		"without storm or migrator nothing is counted");
-	ok(rep.elapsed_ms >= 20 && rep.elapsed_ms < 5000,
-		"start/stop measures its run (%lu ms)", rep.elapsed_ms);
+	/*
+	 * The run ended and was measured: no upper bound, a starved host
+	 * once took 20 s for these 20 ms.
+	 */
+	ok(rep.elapsed_ms >= 20, "start/stop measures its run (at least "
+		"the 20 ms it slept)");
+	diag("start/stop: a 20 ms run measured %lu ms", rep.elapsed_ms);
 }
 
 int main(int argc, char **argv)
