@@ -5,8 +5,8 @@
  * sections that sometimes sleep (nanosleep), trylock and timed locks with
  * random deadlines mixed in. Checks mutual exclusion with a plain counter
  * and an "inside" flag, that every success was counted exactly once, and
- * reports the worst wait of any blocking lock(), which must stay under a
- * generous bound (no starvation). Each phase runs URCU_RSEQ_STRESS_MS
+ * reports the worst wait of any blocking lock() as a diagnostic (a
+ * starved waiter shows as a phase that does not end). Each phase runs URCU_RSEQ_STRESS_MS
  * (300 ms by default under make check, longer under make regtest), once
  * with the default owner-running test and once with it off.
  *
