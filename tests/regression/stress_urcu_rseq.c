@@ -14,7 +14,18 @@
  * of tests/utils/stress.h, three per CPU) nest sections, yield inside
  * them, run sections from the storm's signal handler and are migrated
  * between CPUs while inside; a spawner creates short-lived reader threads
- * continuously. Duration: URCU_RSEQ_STRESS_MS (default 300 ms).
+ * continuously. Duration: URCU_RSEQ_STRESS_MS (default 300 ms) per phase.
+ *
+ * Phases (all by default, or the ones named on the command line):
+ * "torture" the above; "fork" forks while other threads are inside
+ * read-side sections, synchronize_rcu(), call_rcu() and rcu_barrier(), and
+ * the child must run each of them to the end (stress_fork_check());
+ * "exit" runs many short-lived threads that read, queue callbacks and exit
+ * right after their last unlock, after which grace periods must still
+ * complete and (urcu-rseq) the reader counts must balance; "lifecycle"
+ * retires objects with call_rcu() into the quarantine of
+ * tests/utils/lifecycle.h while readers write to the objects they hold, so
+ * that a grace period that ends early shows up as a late write.
  *
  * Sections in a signal handler: urcu-rseq allows them in any thread;
  * urcu-memb and urcu-bp allow them once the thread is registered (urcu-bp
@@ -46,6 +57,7 @@
 
 #include "tap.h"
 #include "stress.h"
+#include "lifecycle.h"
 
 #define PIPE_LEN	4
 #define POISON		0x5a5a5a5a
@@ -233,7 +245,7 @@ static void *cb_updater(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void phase_torture(void)
 {
 	unsigned long ms = stress_duration_ms();
 	unsigned int nr_readers = 3 * (unsigned int) stress_nr_cpus();
@@ -242,8 +254,7 @@ int main(void)
 	struct timespec ts;
 	int i, s;
 
-	plan_tests(6);
-	diag("flavor %s, %lu ms, %u readers", FLAVOR, ms, nr_readers);
+	diag("torture: flavor %s, %lu ms, %u readers", FLAVOR, ms, nr_readers);
 	for (s = 0; s < NR_SLOTS; s++)
 		rcu_assign_pointer(slot[s], elem_new(s));
 	stress_set_signal_hook(handler_read);
@@ -286,5 +297,296 @@ int main(void)
 		cbs_done, cbs_started);
 	ok(handler_reads > 0, "read-side sections ran in signal handlers");
 	ok(reads > 0, "readers made progress");
+}
+
+/*
+ * Fork. What each flavor asks of a program that forks: urcu-rseq nothing
+ * (the library's pthread_atfork() handlers), though explicit calls of its
+ * call_rcu fork hooks must still work; urcu-bp the calls its header names
+ * (urcu_bp_before_fork() and call_rcu_before_fork(), then the matching
+ * after_fork functions), made here around the fork as liburcu advises for
+ * call_rcu's hooks; urcu-memb supports fork() only once every registration
+ * is released, which a torture with busy readers cannot do.
+ */
+enum fork_mode {
+	FORK_PLAIN,		/* fork(), nothing else */
+	FORK_IN_SECTION,	/* fork() inside a nested read-side section */
+	FORK_EXPLICIT,		/* the call_rcu fork hooks called explicitly */
+	NR_FORK_MODES
+};
+
+static const char *const fork_mode_name[NR_FORK_MODES] = {
+	"plain", "inside a read-side section", "explicit hooks",
+};
+
+#define FORK_TIMEOUT_MS	5000
+#define FORK_MAX_HUNG	3	/* each costs FORK_TIMEOUT_MS: stop there */
+
+static unsigned long fork_sections, fork_syncs, fork_cbs, fork_barriers;
+static int fork_child_cbs;
+
+#if defined(TORTURE_FLAVOR_MEMB)
+#define FORK_SUPPORTED	0
+#else
+#define FORK_SUPPORTED	1
+#endif
+
+static bool fork_mode_supported(int mode)
+{
+#if defined(TORTURE_FLAVOR_BP)
+	/* urcu_bp_before_fork() waits for grace periods: not in a section. */
+	return mode != FORK_IN_SECTION;
+#else
+	(void) mode;
+	return FORK_SUPPORTED;
+#endif
+}
+
+static void fork_hooks_before(int mode)
+{
+#if defined(TORTURE_FLAVOR_BP)
+	(void) mode;
+	call_rcu_before_fork();
+	rcu_bp_before_fork();
+#else
+	if (mode == FORK_EXPLICIT)
+		call_rcu_before_fork();
+#endif
+}
+
+static void fork_hooks_parent(int mode)
+{
+#if defined(TORTURE_FLAVOR_BP)
+	(void) mode;
+	rcu_bp_after_fork_parent();
+	call_rcu_after_fork_parent();
+#else
+	if (mode == FORK_EXPLICIT)
+		call_rcu_after_fork_parent();
+#endif
+}
+
+static void fork_hooks_child(int mode)
+{
+#if defined(TORTURE_FLAVOR_BP)
+	(void) mode;
+	rcu_bp_after_fork_child();
+	call_rcu_after_fork_child();
+#else
+	if (mode == FORK_EXPLICIT)
+		call_rcu_after_fork_child();
+#endif
+}
+
+static void fork_free_cb(struct rcu_head *rh)
+{
+	free(rh);
+}
+
+static void fork_child_cb(struct rcu_head *rh)
+{
+	free(rh);
+	fork_child_cbs++;
+}
+
+static void fork_reader(struct stress_thread *t)
+{
+	unsigned long n = 0;
+	struct elem *e;
+
+	rcu_register_thread();
+	while (!stress_should_stop(t)) {
+		rcu_read_lock();
+		e = rcu_dereference(slot[0]);
+		if (e && CMM_LOAD_SHARED(e->poison) == POISON)
+			uatomic_inc(&bad_poison);
+		/* Long sections, so that forks find many readers inside. */
+		if ((stress_rand(t) & 3) == 0)
+			sched_yield();
+		rcu_read_unlock();
+		n++;
+	}
+	rcu_unregister_thread();
+	uatomic_add(&fork_sections, n);
+}
+
+static void *fork_syncer(void *arg)
+{
+	(void) arg;
+	rcu_register_thread();
+	while (!CMM_LOAD_SHARED(stop)) {
+		synchronize_rcu();
+		uatomic_inc(&fork_syncs);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static void *fork_caller(void *arg)
+{
+	struct rcu_head *rh;
+	unsigned long n = 0;
+
+	(void) arg;
+	rcu_register_thread();
+	while (!CMM_LOAD_SHARED(stop)) {
+		rh = malloc(sizeof(*rh));
+		if (!rh)
+			abort();
+		call_rcu(rh, fork_free_cb);
+		if ((++n & 15) == 0) {
+			rcu_barrier();
+			uatomic_inc(&fork_barriers);
+		}
+	}
+	uatomic_add(&fork_cbs, n);
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* In the child: every operation of the flavor must complete. */
+static int fork_child(void *arg)
+{
+	int mode = (int) (intptr_t) arg;
+	struct rcu_head *rh;
+	struct elem *e;
+
+	fork_hooks_child(mode);
+	if (mode == FORK_IN_SECTION) {
+		/* The section the parent forked in goes on in the child. */
+		if (!rcu_read_ongoing())
+			return 2;
+		rcu_read_unlock();
+		rcu_read_unlock();
+		if (rcu_read_ongoing())
+			return 3;
+	}
+	synchronize_rcu();
+	rcu_read_lock();
+	rcu_read_lock();
+	e = rcu_dereference(slot[0]);
+	if (e && e->poison == POISON) {
+		rcu_read_unlock();
+		rcu_read_unlock();
+		return 4;
+	}
+	rcu_read_unlock();
+	rcu_read_unlock();
+	rh = malloc(sizeof(*rh));
+	if (!rh)
+		return 5;
+	call_rcu(rh, fork_child_cb);
+	rcu_barrier();
+	if (fork_child_cbs != 1)
+		return 6;
+	synchronize_rcu();
+	rcu_barrier();
+	return 0;
+}
+
+static void phase_fork(void)
+{
+	unsigned long ms = stress_duration_ms();
+	unsigned int nr_readers = 2 * (unsigned int) stress_nr_cpus();
+	unsigned long res[NR_FORK_MODES][STRESS_FORK_ERROR + 1];
+	unsigned long forks = 0, hung = 0, bad = 0;
+	struct stress_group *g;
+	struct timespec start, now;
+	pthread_t syncer, caller;
+	enum stress_fork_result r;
+	int mode;
+
+	if (!FORK_SUPPORTED) {
+		skip(1, "fork: %s supports fork() only with no registered "
+			"thread", FLAVOR);
+		return;
+	}
+	memset(res, 0, sizeof(res));
+	CMM_STORE_SHARED(stop, 0);
+	rcu_assign_pointer(slot[0], elem_new(0));
+	g = stress_start(fork_reader, NULL, nr_readers,
+			STRESS_SIGNALS | STRESS_MIGRATIONS | STRESS_QUIET);
+	if (pthread_create(&syncer, NULL, fork_syncer, NULL)
+			|| pthread_create(&caller, NULL, fork_caller, NULL))
+		bail_out("pthread_create failed");
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		mode = (int) (forks % NR_FORK_MODES);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (hung >= FORK_MAX_HUNG
+				|| ((unsigned long) ((now.tv_sec - start.tv_sec)
+					* 1000 + (now.tv_nsec - start.tv_nsec)
+					/ 1000000) >= ms
+				&& forks >= 2 * NR_FORK_MODES))
+			break;
+		forks++;
+		if (!fork_mode_supported(mode))
+			continue;
+		/* Let the readers get inside their sections again. */
+		usleep(1000);
+		fork_hooks_before(mode);
+		if (mode == FORK_IN_SECTION) {
+			rcu_read_lock();
+			rcu_read_lock();
+		}
+		r = stress_fork_check(fork_child, (void *) (intptr_t) mode,
+				FORK_TIMEOUT_MS);
+		if (mode == FORK_IN_SECTION) {
+			rcu_read_unlock();
+			rcu_read_unlock();
+		}
+		fork_hooks_parent(mode);
+		res[mode][r]++;
+		if (r == STRESS_FORK_HUNG)
+			hung++;
+		else if (r != STRESS_FORK_OK)
+			bad++;
+	}
+	CMM_STORE_SHARED(stop, 1);
+	pthread_join(syncer, NULL);
+	pthread_join(caller, NULL);
+	stress_stop(g, NULL);
+	rcu_register_thread();
+	{
+		struct elem *e = rcu_xchg_pointer(&slot[0], NULL);
+
+		synchronize_rcu();
+		free(e);
+	}
+	rcu_barrier();
+	rcu_unregister_thread();
+	for (mode = 0; mode < NR_FORK_MODES; mode++)
+		diag("fork %s: %lu ok, %lu failed, %lu hung, %lu errors",
+			fork_mode_name[mode], res[mode][STRESS_FORK_OK],
+			res[mode][STRESS_FORK_FAILED],
+			res[mode][STRESS_FORK_HUNG],
+			res[mode][STRESS_FORK_ERROR]);
+	diag("fork: %lu forks; parent: %lu sections, %lu grace periods, "
+		"%lu callbacks, %lu barriers", forks, fork_sections, fork_syncs,
+		fork_cbs, fork_barriers);
+	ok(hung == 0 && bad == 0,
+		"fork: every child ran synchronize_rcu, call_rcu, rcu_barrier "
+		"and sections to the end (%lu hung, %lu failed)", hung, bad);
+}
+
+static bool want(int argc, char **argv, const char *phase)
+{
+	int i;
+
+	if (argc < 2)
+		return true;
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], phase))
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	plan_no_plan();
+	if (want(argc, argv, "torture"))
+		phase_torture();
+	if (want(argc, argv, "fork"))
+		phase_fork();
 	return exit_status();
 }
