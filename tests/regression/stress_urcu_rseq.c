@@ -569,6 +569,368 @@ static void phase_fork(void)
 		"and sections to the end (%lu hung, %lu failed)", hung, bad);
 }
 
+/*
+ * Waits up to @ms for synchronize_rcu() in a helper thread: a grace period
+ * that never ends (counts left behind) fails the phase instead of hanging
+ * the test.
+ */
+static int sync_done;
+
+static void *sync_once(void *arg)
+{
+	(void) arg;
+	rcu_register_thread();
+	synchronize_rcu();
+	rcu_unregister_thread();
+	uatomic_set(&sync_done, 1);
+	return NULL;
+}
+
+static bool synchronize_within(unsigned long ms)
+{
+	pthread_t t;
+	unsigned long waited;
+
+	uatomic_set(&sync_done, 0);
+	if (pthread_create(&t, NULL, sync_once, NULL))
+		bail_out("pthread_create failed");
+	for (waited = 0; waited < ms && !uatomic_read(&sync_done); waited++)
+		usleep(1000);
+	if (!uatomic_read(&sync_done))
+		return false;	/* the helper stays stuck: leave it */
+	pthread_join(t, NULL);
+	return true;
+}
+
+/*
+ * Exit: short-lived threads run sections (nested, some over a yield) and
+ * queue callbacks, and exit right after their last unlock, while another
+ * thread runs grace periods and the storm's readers read. Afterwards every
+ * callback ran once, a grace period completes, and (urcu-rseq) the reader
+ * counts balance exactly: an exit that lost an unlock count, or a count
+ * made on behalf of a dead thread, would show there.
+ */
+#define EXIT_BATCH	8
+
+static unsigned long exit_threads, exit_cbs_queued, exit_cbs_run;
+static unsigned long exit_syncs;
+
+static void exit_cb(struct rcu_head *rh)
+{
+	free(rh);
+	uatomic_inc(&exit_cbs_run);
+}
+
+static void *exit_thread(void *arg)
+{
+	uint64_t rng = stress_seed((uintptr_t) arg);
+	struct rcu_head *rh;
+	int i, n = 1 + (int) (stress_xorshift(&rng) & 15);
+
+	rcu_register_thread();
+	for (i = 0; i < n; i++)
+		reader_check(&rng);
+	rh = malloc(sizeof(*rh));
+	if (!rh)
+		abort();
+	uatomic_inc(&exit_cbs_queued);
+	call_rcu(rh, exit_cb);
+	/* Last thing before the exit: an unlock. */
+	rcu_read_lock();
+	(void) rcu_dereference(slot[0]);
+	rcu_read_unlock();
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static void *exit_spawner(void *arg)
+{
+	pthread_t t[EXIT_BATCH];
+	unsigned long n = 0;
+	int i;
+
+	(void) arg;
+	while (!CMM_LOAD_SHARED(stop) || n == 0) {
+		for (i = 0; i < EXIT_BATCH; i++)
+			if (pthread_create(&t[i], NULL, exit_thread,
+					(void *) (uintptr_t) (n + i)))
+				t[i] = 0;
+		for (i = 0; i < EXIT_BATCH; i++)
+			if (t[i]) {
+				pthread_join(t[i], NULL);
+				n++;
+			}
+	}
+	uatomic_add(&exit_threads, n);
+	return NULL;
+}
+
+static void *exit_syncer(void *arg)
+{
+	(void) arg;
+	rcu_register_thread();
+	while (!CMM_LOAD_SHARED(stop)) {
+		synchronize_rcu();
+		uatomic_inc(&exit_syncs);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+#if !defined(TORTURE_FLAVOR_MEMB) && !defined(TORTURE_FLAVOR_BP)
+/* lock[q] - unlock[q] summed over every slot: the sections still open. */
+static long rseq_open_sections(unsigned long q)
+{
+	uintptr_t sum = 0;
+	int i;
+
+	for (i = -1; i < urcu_rseq_gp.nr_cpus; i++)
+		sum += (uintptr_t) CMM_LOAD_SHARED(urcu_rseq_gp.cpus[i].lock[q])
+			- (uintptr_t) CMM_LOAD_SHARED(
+				urcu_rseq_gp.cpus[i].unlock[q]);
+	return (long) sum;
+}
+#endif
+
+static void phase_exit(void)
+{
+	unsigned long ms = stress_duration_ms();
+	struct stress_group *g;
+	pthread_t sp[2], syncer;
+	struct timespec ts;
+	bool synced;
+
+	CMM_STORE_SHARED(stop, 0);
+	rcu_assign_pointer(slot[0], elem_new(0));
+	rcu_assign_pointer(slot[1], elem_new(1));
+	g = stress_start(reader, NULL, (unsigned int) stress_nr_cpus(),
+			STRESS_SIGNALS | STRESS_MIGRATIONS | STRESS_QUIET);
+	if (pthread_create(&sp[0], NULL, exit_spawner, NULL)
+			|| pthread_create(&sp[1], NULL, exit_spawner, NULL)
+			|| pthread_create(&syncer, NULL, exit_syncer, NULL))
+		bail_out("pthread_create failed");
+	ts.tv_sec = (time_t) (ms / 1000);
+	ts.tv_nsec = (long) (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	CMM_STORE_SHARED(stop, 1);
+	pthread_join(sp[0], NULL);
+	pthread_join(sp[1], NULL);
+	pthread_join(syncer, NULL);
+	stress_stop(g, NULL);
+
+	rcu_register_thread();
+	rcu_barrier();
+	rcu_unregister_thread();
+	synced = synchronize_within(10000);
+	diag("exit: %lu short-lived threads exited, %lu callbacks queued by "
+		"them, %lu run, %lu grace periods meanwhile", exit_threads,
+		exit_cbs_queued, exit_cbs_run, exit_syncs);
+	ok(synced, "exit: synchronize_rcu() completes once the threads are "
+		"gone");
+	ok(exit_cbs_run == exit_cbs_queued && exit_threads > 0,
+		"exit: every callback of an exited thread ran once (%lu of %lu)",
+		exit_cbs_run, exit_cbs_queued);
+#if !defined(TORTURE_FLAVOR_MEMB) && !defined(TORTURE_FLAVOR_BP)
+	{
+		long open0 = rseq_open_sections(0), open1 = rseq_open_sections(1);
+
+		ok(open0 == 0 && open1 == 0,
+			"exit: the reader counts balance (%ld, %ld open)",
+			open0, open1);
+	}
+#endif
+	if (synced) {
+		rcu_register_thread();
+		free(rcu_xchg_pointer(&slot[0], NULL));
+		free(rcu_xchg_pointer(&slot[1], NULL));
+		rcu_unregister_thread();
+	}
+	ok(bad_pipe == 0 && bad_poison == 0,
+		"exit: no reader saw a freed element");
+}
+
+/*
+ * Lifecycle: objects in slots, replaced by updaters and retired with
+ * call_rcu() (and, by one updater, synchronize_rcu()) into the quarantine
+ * of tests/utils/lifecycle.h, which fills each retired object with an image
+ * of a live one and checks later that it is unchanged. Readers, also in
+ * signal handlers, increment a counter of the object they hold inside
+ * their section: an object retired while a reader still held it (a grace
+ * period that ended early) takes a late write, and a reader that finds a
+ * dead object's magic counts too. Under ASan the quarantine frees at once
+ * and ASan reports the late access. Only the default call_rcu data exists
+ * (create_call_rcu_data() returns it), so per-thread or per-CPU call_rcu
+ * data lifecycles are not tested here.
+ */
+#define NR_OBJ_SLOTS	16
+#define OBJ_LIVE	0x4c495645u
+
+struct obj {
+	uint32_t magic;
+	uint32_t slot;
+	unsigned long hits;
+	struct rcu_head rh;
+};
+
+static struct obj *obj_slot[NR_OBJ_SLOTS];
+static unsigned long obj_created, obj_retired, obj_bad_magic, obj_reads;
+
+static void obj_retire(struct obj *o)
+{
+	struct obj image;
+
+	if (o->magic != OBJ_LIVE)
+		uatomic_inc(&obj_bad_magic);
+	memset(&image, 0, sizeof(image));
+	image.magic = OBJ_LIVE;
+	image.slot = o->slot;
+	stress_quarantine(o, sizeof(*o), &image);
+	uatomic_inc(&obj_retired);
+}
+
+static void obj_free_cb(struct rcu_head *rh)
+{
+	obj_retire(caa_container_of(rh, struct obj, rh));
+}
+
+static struct obj *obj_new(uint32_t s)
+{
+	struct obj *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		abort();
+	o->magic = OBJ_LIVE;
+	o->slot = s;
+	uatomic_inc(&obj_created);
+	return o;
+}
+
+static void obj_read(uint64_t r)
+{
+	struct obj *o;
+
+	rcu_read_lock();
+	o = rcu_dereference(obj_slot[r % NR_OBJ_SLOTS]);
+	if (o) {
+		if (CMM_LOAD_SHARED(o->magic) != OBJ_LIVE)
+			uatomic_inc(&obj_bad_magic);
+		uatomic_inc(&o->hits);
+	}
+	rcu_read_unlock();
+}
+
+static void obj_handler_read(struct stress_thread *t)
+{
+	if (reader_ready)
+		obj_read(stress_rand(t));
+}
+
+static void obj_reader(struct stress_thread *t)
+{
+	unsigned long n = 0;
+
+	rcu_register_thread();
+	obj_read(stress_rand(t));
+	reader_ready = 1;
+	while (!stress_should_stop(t)) {
+		uint64_t r = stress_rand(t);
+
+		if ((r & 63) == 0) {
+			/* Hold the object over a yield. */
+			rcu_read_lock();
+			obj_read(r >> 8);
+			sched_yield();
+			obj_read(r >> 8);
+			rcu_read_unlock();
+		} else {
+			obj_read(r >> 8);
+		}
+		n++;
+	}
+	reader_ready = 0;
+	cmm_barrier();
+	rcu_unregister_thread();
+	uatomic_add(&obj_reads, n);
+}
+
+static void *obj_updater(void *arg)
+{
+	uint64_t rng = stress_seed((uintptr_t) arg);
+	bool sync = (uintptr_t) arg == 0;
+	unsigned long n = 0;
+	struct obj *old;
+	uint32_t s;
+
+	rcu_register_thread();
+	while (!CMM_LOAD_SHARED(stop) || n == 0) {
+		s = (uint32_t) (stress_xorshift(&rng) % NR_OBJ_SLOTS);
+		old = rcu_xchg_pointer(&obj_slot[s], obj_new(s));
+		n++;
+		if (!old)
+			continue;
+		if (sync) {
+			synchronize_rcu();
+			obj_retire(old);
+		} else {
+			call_rcu(&old->rh, obj_free_cb);
+			if ((n & 255) == 0)
+				rcu_barrier();	/* bounds the backlog */
+		}
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static void phase_lifecycle(void)
+{
+	unsigned long ms = stress_duration_ms(), late;
+	unsigned int nr_readers = 2 * (unsigned int) stress_nr_cpus();
+	struct stress_group *g;
+	pthread_t upd[3];
+	struct timespec ts;
+	int i;
+
+	CMM_STORE_SHARED(stop, 0);
+	stress_set_signal_hook(obj_handler_read);
+	g = stress_start(obj_reader, NULL, nr_readers,
+			STRESS_SIGNALS | STRESS_MIGRATIONS | STRESS_QUIET);
+	for (i = 0; i < 3; i++)
+		if (pthread_create(&upd[i], NULL, obj_updater,
+				(void *) (uintptr_t) i))
+			bail_out("pthread_create failed");
+	ts.tv_sec = (time_t) (ms / 1000);
+	ts.tv_nsec = (long) (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	CMM_STORE_SHARED(stop, 1);
+	for (i = 0; i < 3; i++)
+		pthread_join(upd[i], NULL);
+	stress_stop(g, NULL);
+	stress_set_signal_hook(NULL);
+
+	rcu_register_thread();
+	for (i = 0; i < NR_OBJ_SLOTS; i++) {
+		struct obj *o = rcu_xchg_pointer(&obj_slot[i], NULL);
+
+		if (o)
+			call_rcu(&o->rh, obj_free_cb);
+	}
+	rcu_barrier();
+	rcu_unregister_thread();
+	late = stress_quarantine_drain();
+	diag("lifecycle: %lu objects created, %lu retired, %lu quarantined, "
+		"%lu reads", obj_created, obj_retired, stress_quarantined(),
+		obj_reads);
+	ok(late == 0, "lifecycle: no write to a retired object (%lu late)",
+		late);
+	ok(obj_bad_magic == 0, "lifecycle: no reader found a dead object (%lu)",
+		obj_bad_magic);
+	ok(obj_retired == obj_created && obj_created > 0,
+		"lifecycle: every object was retired once (%lu of %lu)",
+		obj_retired, obj_created);
+}
+
 static bool want(int argc, char **argv, const char *phase)
 {
 	int i;
@@ -588,5 +950,9 @@ int main(int argc, char **argv)
 		phase_torture();
 	if (want(argc, argv, "fork"))
 		phase_fork();
+	if (want(argc, argv, "exit"))
+		phase_exit();
+	if (want(argc, argv, "lifecycle"))
+		phase_lifecycle();
 	return exit_status();
 }
