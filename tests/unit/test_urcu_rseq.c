@@ -21,6 +21,7 @@
 #include <urcu/uatomic.h>
 
 #include "tap.h"
+#include "lifecycle.h"
 
 static int reader_in, reader_release;
 
@@ -134,10 +135,8 @@ static void test_fork(void)
 	pid_t pid;
 
 	/*
-	 * Queued once the worker is paused: still pending at fork. (Forking
-	 * inside a read-side section would deadlock, with liburcu's flavors
-	 * too: the hooks wait for the worker's grace period, which waits for
-	 * the section.)
+	 * Queued once the worker is paused: still pending at fork. The
+	 * explicit hooks nest with the library's pthread_atfork() ones.
 	 */
 	call_rcu_before_fork();
 	call_rcu(&h, fork_cb);
@@ -154,6 +153,86 @@ static void test_fork(void)
 	ok(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		"fork child runs the pending callback and has grace periods");
 	ok(uatomic_read(&fork_cb_ran), "so does the parent");
+}
+
+/*
+ * fork() with no hook called, from inside a nested section, while another
+ * thread is inside a section and a third waits in synchronize_rcu() for
+ * it: the parent must not deadlock (the fork handlers wait for nothing
+ * inside a section), and the child, where neither thread exists, must
+ * keep its own section open, then run grace periods and callbacks.
+ */
+static int busy_holder_in, busy_holder_release, busy_child_cb;
+
+static void *busy_holder(void *arg)
+{
+	(void) arg;
+	rcu_read_lock();
+	uatomic_set(&busy_holder_in, 1);
+	while (!uatomic_read(&busy_holder_release))
+		usleep(100);
+	rcu_read_unlock();
+	return NULL;
+}
+
+static void *busy_syncer(void *arg)
+{
+	(void) arg;
+	synchronize_rcu();
+	return NULL;
+}
+
+static void busy_child_cb_fn(struct rcu_head *h)
+{
+	(void) h;
+	busy_child_cb++;
+}
+
+static int busy_child(void *arg)
+{
+	static struct rcu_head h;
+
+	(void) arg;
+	if (!rcu_read_ongoing())
+		return 1;
+	rcu_read_unlock();
+	if (!rcu_read_ongoing())
+		return 2;
+	rcu_read_unlock();
+	if (rcu_read_ongoing())
+		return 3;
+	synchronize_rcu();
+	call_rcu(&h, busy_child_cb_fn);
+	rcu_barrier();
+	synchronize_rcu();
+	return busy_child_cb == 1 ? 0 : 4;
+}
+
+static void test_fork_busy(void)
+{
+	pthread_t holder, syncer;
+	enum stress_fork_result r;
+
+	if (pthread_create(&holder, NULL, busy_holder, NULL))
+		bail_out("pthread_create failed");
+	while (!uatomic_read(&busy_holder_in))
+		usleep(100);
+	if (pthread_create(&syncer, NULL, busy_syncer, NULL))
+		bail_out("pthread_create failed");
+	usleep(10000);	/* most likely waiting in synchronize_rcu() now */
+	rcu_read_lock();
+	rcu_read_lock();
+	r = stress_fork_check(busy_child, NULL, 10000);
+	rcu_read_unlock();
+	rcu_read_unlock();
+	uatomic_set(&busy_holder_release, 1);
+	pthread_join(holder, NULL);
+	pthread_join(syncer, NULL);
+	ok(r == STRESS_FORK_OK, "fork inside a section, with no hook called, "
+		"while another thread reads and one waits for a grace period: "
+		"the child keeps its section, then has grace periods and "
+		"callbacks (%s)", r == STRESS_FORK_OK ? "ok" :
+		r == STRESS_FORK_HUNG ? "hung" : "failed");
 }
 
 static void test_flavor(void)
@@ -291,11 +370,12 @@ static void test_lfht(void)
 
 int main(void)
 {
-	plan_tests(20);
+	plan_tests(21);
 	test_nesting_and_signal();
 	test_gp_waits();
 	test_call_rcu();
 	test_fork();
+	test_fork_busy();
 	test_flavor();
 	test_lfht();
 	return exit_status();
