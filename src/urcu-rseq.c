@@ -57,8 +57,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -557,9 +557,10 @@ void urcu_rseq_barrier(void)
  *   only the totals do.
  * - The call_rcu queue: a thread of the parent may have been between the
  *   two steps of an enqueue (tail moved, link not yet written), or the
- *   worker half-way through taking a batch. The queue is cut at its first
- *   missing link: those callbacks, and a batch the worker held, belong to
- *   threads that do not exist in the child and are not run there.
+ *   worker half-way through taking a batch (it is paused only when the
+ *   fork waited). The queue is cut at its first missing link: those
+ *   callbacks, and a batch the worker held, are left to the parent, which
+ *   runs them; the child does not.
  * - The worker: gone; the next call_rcu(), rcu_barrier() or
  *   get_*_call_rcu_data() starts a new one, which then runs the callbacks
  *   queued before the fork too. (When fork() was called by a callback, the
