@@ -121,10 +121,17 @@
  *
  * Either store goes through an address passed in a register, covered by
  * the "memory" clobber: the form GCC documents for leaving a result of
- * asm goto in memory. An "m" input may not be written (the compiler may
- * hand the asm a copy, or keep the old value), and an output operand is
- * not defined on a label's path for every compiler this header supports
- * (clang before 16).
+ * asm goto in memory. An "m" input may not be written by GCC's rules, and
+ * in the output form it was a local with no value yet, which the compiler
+ * could place anywhere; an output operand is not defined on a label's path
+ * for every compiler this header supports (clang before 16).
+ *
+ * The memory the other operations write (*v, *v2, *load) is still an "m"
+ * input naming the caller's object, under the "memory" clobber, which
+ * makes the compiler reload it after the asm. That is against the letter
+ * of the same rule; it is kept because an "r" address would cost an lea
+ * wherever the compiler now folds base + index into the operand, and "+m"
+ * outputs need asm goto with outputs, which the other form lacks.
  */
 #if _URCU_RSEQ_ASM_GOTO_OUTPUT
 #define _URCU_RSEQ_IDXO_DECL	long _idx; int _fidx;
