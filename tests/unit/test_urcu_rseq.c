@@ -235,6 +235,95 @@ static void test_fork_busy(void)
 		r == STRESS_FORK_HUNG ? "hung" : "failed");
 }
 
+/*
+ * A thread waiting in rcu_barrier() when another forks: its completion is
+ * queued on its stack, which the child's C library recycles for the
+ * child's new threads (the call_rcu worker among them). The child's worker
+ * must not run, or walk through, what those threads wrote there.
+ */
+static int dead_waiter_in, dead_first_ran;
+
+static void dead_first_cb(struct rcu_head *h)
+{
+	(void) h;
+	uatomic_set(&dead_first_ran, 1);
+}
+
+static void *dead_waiter(void *arg)
+{
+	(void) arg;
+	uatomic_set(&dead_waiter_in, 1);
+	rcu_barrier();
+	return NULL;
+}
+
+static void *stack_scribbler(void *arg)
+{
+	volatile char buf[256 * 1024];
+	size_t i;
+
+	(void) arg;
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (char) 0xa5;
+	return NULL;
+}
+
+static int dead_child_cb;
+
+static void dead_child_cb_fn(struct rcu_head *h)
+{
+	(void) h;
+	dead_child_cb++;
+}
+
+static int dead_waiter_child(void *arg)
+{
+	static struct rcu_head h;
+	pthread_t t[4];
+	int i;
+
+	(void) arg;
+	rcu_read_unlock();
+	/* New threads take the stacks of the parent's threads. */
+	for (i = 0; i < 4; i++)
+		if (pthread_create(&t[i], NULL, stack_scribbler, NULL))
+			return 1;
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	call_rcu(&h, dead_child_cb_fn);
+	rcu_barrier();
+	synchronize_rcu();
+	return dead_child_cb == 1 ? 0 : 2;
+}
+
+static void test_fork_dead_waiter(void)
+{
+	static struct rcu_head first;
+	enum stress_fork_result r;
+	pthread_t waiter;
+
+	/*
+	 * This thread's section holds the worker in the grace period of a
+	 * first batch, so that the waiter's completion stays queued.
+	 */
+	rcu_read_lock();
+	call_rcu(&first, dead_first_cb);
+	usleep(20000);	/* the worker takes the first batch */
+	if (pthread_create(&waiter, NULL, dead_waiter, NULL))
+		bail_out("pthread_create failed");
+	while (!uatomic_read(&dead_waiter_in))
+		usleep(100);
+	usleep(20000);	/* the waiter queues its completion */
+	r = stress_fork_check(dead_waiter_child, NULL, 10000);
+	rcu_read_unlock();
+	pthread_join(waiter, NULL);
+	ok(r == STRESS_FORK_OK && uatomic_read(&dead_first_ran),
+		"fork while a thread waits in rcu_barrier(): the child's "
+		"worker does not touch the dead waiter's recycled stack (%s)",
+		r == STRESS_FORK_OK ? "ok" : r == STRESS_FORK_HUNG ? "hung" :
+		"failed");
+}
+
 static void test_flavor(void)
 {
 	ok(rcu_flavor.update_synchronize_rcu == urcu_rseq_synchronize_rcu
@@ -370,12 +459,13 @@ static void test_lfht(void)
 
 int main(void)
 {
-	plan_tests(21);
+	plan_tests(22);
 	test_nesting_and_signal();
 	test_gp_waits();
 	test_call_rcu();
 	test_fork();
 	test_fork_busy();
+	test_fork_dead_waiter();
 	test_flavor();
 	test_lfht();
 	return exit_status();
