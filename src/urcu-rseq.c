@@ -560,7 +560,9 @@ void urcu_rseq_barrier(void)
  *   worker half-way through taking a batch (it is paused only when the
  *   fork waited). The queue is cut at its first missing link: those
  *   callbacks, and a batch the worker held, are left to the parent, which
- *   runs them; the child does not.
+ *   runs them; the child does not. The completions of threads waiting in
+ *   urcu_rseq_barrier() are dropped too: they are on those threads' stacks,
+ *   which the child's new threads reuse.
  * - The worker: gone; the next call_rcu(), rcu_barrier() or
  *   get_*_call_rcu_data() starts a new one, which then runs the callbacks
  *   queued before the fork too. (When fork() was called by a callback, the
@@ -633,13 +635,27 @@ static void fork_child_repair_counts(void)
 	}
 }
 
-/* Cut the call_rcu queue at its first missing link. */
+/*
+ * Cut the call_rcu queue at its first missing link, and drop the
+ * completions of urcu_rseq_barrier() callers: they live on the stacks of
+ * threads that do not exist in the child, which the C library hands to the
+ * child's new threads (the worker among them).
+ */
 static void fork_child_repair_queue(void)
 {
+	struct cds_wfcq_node *node = crd.head.node.next, *next;
 	struct cds_wfcq_node *last = &crd.head.node;
+	struct rcu_head *head;
 
-	while (last->next)
-		last = last->next;
+	for (; node; node = next) {
+		next = node->next;
+		head = caa_container_of(node, struct rcu_head, next);
+		if (head->func == barrier_complete)
+			continue;
+		last->next = node;
+		last = node;
+	}
+	last->next = NULL;
 	crd.tail.p = last;
 }
 
