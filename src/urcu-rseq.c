@@ -686,9 +686,9 @@ void urcu_rseq_call_rcu_after_fork_child(void)
 	if (waited && crd.atfork)
 		crd.atfork->after_fork_child(crd.atfork->priv);
 	pthread_mutex_init(&crd.lock, NULL);
+	fork_child_repair_queue();
 	if (crd.started && pthread_equal(pthread_self(), crd.tid))
 		return;	/* forked by a callback: this thread is the worker */
-	fork_child_repair_queue();
 	crd.started = 0;
 	crd.flags = 0;
 	crd.futex = 0;

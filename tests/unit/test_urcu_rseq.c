@@ -324,6 +324,41 @@ static void test_fork_dead_waiter(void)
 		"failed");
 }
 
+/*
+ * fork() from a callback: the fork handlers must not wait for the worker
+ * (the caller), and in the child the calling thread stays the worker.
+ */
+static int cb_fork_result = -1;
+
+static int cb_fork_child(void *arg)
+{
+	static struct rcu_head h;
+
+	(void) arg;
+	synchronize_rcu();
+	call_rcu(&h, dead_child_cb_fn);
+	synchronize_rcu();
+	return 0;
+}
+
+static void cb_fork(struct rcu_head *h)
+{
+	(void) h;
+	uatomic_set(&cb_fork_result,
+		(int) stress_fork_check(cb_fork_child, NULL, 10000));
+}
+
+static void test_fork_from_callback(void)
+{
+	static struct rcu_head h;
+
+	call_rcu(&h, cb_fork);
+	rcu_barrier();
+	ok(uatomic_read(&cb_fork_result) == STRESS_FORK_OK,
+		"fork from a callback: no deadlock, the child has grace periods "
+		"(%d)", uatomic_read(&cb_fork_result));
+}
+
 static void test_flavor(void)
 {
 	ok(rcu_flavor.update_synchronize_rcu == urcu_rseq_synchronize_rcu
@@ -459,13 +494,14 @@ static void test_lfht(void)
 
 int main(void)
 {
-	plan_tests(22);
+	plan_tests(23);
 	test_nesting_and_signal();
 	test_gp_waits();
 	test_call_rcu();
 	test_fork();
 	test_fork_busy();
 	test_fork_dead_waiter();
+	test_fork_from_callback();
 	test_flavor();
 	test_lfht();
 	return exit_status();
