@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,16 @@ int urcu_rseq_thread_register(void)
 	cpu = (int32_t) CMM_LOAD_SHARED(own_area.abi.cpu_id);
 	if (cpu >= 0)
 		return 0;
-	if (sys_rseq(&own_area.abi, own_area_len, 0, URCU_RSEQ_SIG)) {
+	/*
+	 * A signal handler may register this thread between the load above
+	 * and the system call (the fast paths register lazily and are
+	 * async-signal-safe). The kernel then answers EBUSY, which it gives
+	 * only when this very area, length and signature are registered: the
+	 * area is live and the thread registered, so it is a success, and
+	 * "failed" must not be written over the cpu_id the kernel maintains.
+	 */
+	if (sys_rseq(&own_area.abi, own_area_len, 0, URCU_RSEQ_SIG)
+			&& errno != EBUSY) {
 		int err = errno;
 
 		/* Remember the failure so that fast paths stop asking. */
@@ -123,21 +133,39 @@ int urcu_rseq_thread_register(void)
 
 int urcu_rseq_thread_unregister(void)
 {
+	sigset_t all, old;
+	int ret = 0, err = 0;
+
 	if (rseq_disabled || using_glibc_area())
 		return 0;	/* glibc's area lives and dies with the thread */
+	/*
+	 * Once the kernel has let go of the area, a handler's lazy
+	 * registration would take it again, and the stores below would then
+	 * mark a live area unregistered and drop its exit destructor: no
+	 * handler runs until the area and the destructor agree.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	if ((int32_t) CMM_LOAD_SHARED(own_area.abi.cpu_id) < 0) {
 		/* Never registered, or failed: allow a later retry. */
 		CMM_STORE_SHARED(own_area.abi.cpu_id,
 			(uint32_t) URCU_RSEQ_CPU_ID_UNINITIALIZED);
-		return 0;
+		goto out;
 	}
 	if (sys_rseq(&own_area.abi, own_area_len, URCU_RSEQ_FLAG_UNREGISTER,
-			URCU_RSEQ_SIG))
-		return -1;
+			URCU_RSEQ_SIG)) {
+		err = errno;
+		ret = -1;
+		goto out;
+	}
 	CMM_STORE_SHARED(own_area.abi.cpu_id,
 		(uint32_t) URCU_RSEQ_CPU_ID_UNINITIALIZED);
 	(void) pthread_setspecific(exit_key, NULL);
-	return 0;
+out:
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		errno = err;
+	return ret;
 }
 
 /* True when the calling thread's area is registered (registering it if needed). */

@@ -58,6 +58,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -528,16 +529,68 @@ void urcu_rseq_barrier(void)
 }
 
 /*
- * Fork. Before: no worker may be half-way through a batch, and no thread
- * may hold gp_lock (the child could never take it). The child has no
- * worker: it starts one if callbacks were pending, and registers
- * membarrier again (a new mm starts unregistered).
+ * Fork. The library installs these three with pthread_atfork() (see
+ * flavor_init()); programs written for liburcu may call them around fork()
+ * too, so they nest: a per-thread depth counts the calls, the outermost
+ * before_fork() does the work, the matching after_fork_parent() undoes it,
+ * and the first after_fork_child() repairs the child (later ones only
+ * count down). Unpaired after_fork calls do nothing.
+ *
+ * Before fork(), outside a read-side section: the worker is paused between
+ * batches and gp_lock is held, so the child inherits no half-run batch and
+ * no grace period in progress. Inside a section (fork() called from within
+ * rcu_read_lock()), or from a callback, waiting for either could wait for
+ * the caller itself (another thread's grace period waits for this
+ * section), so nothing is taken: the child repairs whatever it inherited.
+ *
+ * The child has one thread. Its repair:
+ * - gp_lock, crd.lock: reinitialized (their holders, if any, are gone);
+ *   gp_seq rounded up to even (a grace period cut off by the fork).
+ * - Reader counts: for each period q, sum(lock[q]) - sum(unlock[q]) over
+ *   all slots is the number of sections of period q that have counted
+ *   their lock and not yet their unlock. In the child only the surviving
+ *   thread's own section can be one of them, so the difference must be 1
+ *   for its period if it is inside a section (ctr != 0; the lock is
+ *   counted before ctr is set) and 0 otherwise. The sections of threads
+ *   that do not exist in the child are closed by adding the excess to the
+ *   fallback slot's unlock[q]: which slot holds a count does not matter,
+ *   only the totals do.
+ * - The call_rcu queue: a thread of the parent may have been between the
+ *   two steps of an enqueue (tail moved, link not yet written), or the
+ *   worker half-way through taking a batch (it is paused only when the
+ *   fork waited). The queue is cut at its first missing link: those
+ *   callbacks, and a batch the worker held, are left to the parent, which
+ *   runs them; the child does not. The completions of threads waiting in
+ *   urcu_rseq_barrier() are dropped too: they are on those threads' stacks,
+ *   which the child's new threads reuse.
+ * - The worker: gone; the next call_rcu(), rcu_barrier() or
+ *   get_*_call_rcu_data() starts a new one, which then runs the callbacks
+ *   queued before the fork too. (When fork() was called by a callback, the
+ *   child's thread is the worker, which goes on.)
+ * - membarrier: registered again (a new mm starts unregistered).
  */
+struct fork_state {
+	int depth;		/* nesting of before_fork() in this thread */
+	bool waited;		/* the outermost call paused and locked */
+	bool child_done;	/* the child's repair ran */
+};
+
+static __thread struct fork_state fork_state;
+
 void urcu_rseq_call_rcu_before_fork(void)
 {
 	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+	struct fork_state *fs = &fork_state;
 
+	if (fs->depth++ > 0)
+		return;
+	fs->child_done = false;
+	fs->waited = false;
 	urcu_rseq_init();
+	if (_urcu_rseq_read_ongoing() || (CMM_LOAD_SHARED(crd.started)
+			&& pthread_equal(pthread_self(), crd.tid)))
+		return;
+	fs->waited = true;
 	pthread_mutex_lock(&crd.lock);
 	if (crd.started) {
 		uatomic_or(&crd.flags, URCU_CALL_RCU_PAUSE);
@@ -552,6 +605,10 @@ void urcu_rseq_call_rcu_before_fork(void)
 
 void urcu_rseq_call_rcu_after_fork_parent(void)
 {
+	struct fork_state *fs = &fork_state;
+
+	if (fs->depth == 0 || --fs->depth > 0 || !fs->waited)
+		return;
 	pthread_mutex_unlock(&gp_lock);
 	if (crd.atfork)
 		crd.atfork->after_fork_parent(crd.atfork->priv);
@@ -563,19 +620,78 @@ void urcu_rseq_call_rcu_after_fork_parent(void)
 	pthread_mutex_unlock(&crd.lock);
 }
 
+/* Close the sections of the threads that did not survive the fork. */
+static void fork_child_repair_counts(void)
+{
+	unsigned long ctr = URCU_TLS(urcu_rseq_reader).ctr;
+	intptr_t *fallback_unlock = urcu_rseq_gp.cpus[-1].unlock;
+	uintptr_t open, own;
+	unsigned long q;
+
+	for (q = 0; q < 2; q++) {
+		open = counter_sum(q) - counter_sum(URCU_RSEQ_UNLOCK + q);
+		own = ctr != 0 && (ctr & URCU_RSEQ_PERIOD) == q;
+		fallback_unlock[q] += (intptr_t) (open - own);
+	}
+}
+
+/*
+ * Cut the call_rcu queue at its first missing link, and drop the
+ * completions of urcu_rseq_barrier() callers: they live on the stacks of
+ * threads that do not exist in the child, which the C library hands to the
+ * child's new threads (the worker among them).
+ */
+static void fork_child_repair_queue(void)
+{
+	struct cds_wfcq_node *node = crd.head.node.next, *next;
+	struct cds_wfcq_node *last = &crd.head.node;
+	struct rcu_head *head;
+
+	for (; node; node = next) {
+		next = node->next;
+		head = caa_container_of(node, struct rcu_head, next);
+		if (head->func == barrier_complete)
+			continue;
+		last->next = node;
+		last = node;
+	}
+	last->next = NULL;
+	crd.tail.p = last;
+}
+
 void urcu_rseq_call_rcu_after_fork_child(void)
 {
+	struct fork_state *fs = &fork_state;
+	sigset_t all, old;
+	bool waited = fs->waited;
+
+	if (fs->depth == 0)
+		return;
+	fs->depth--;
+	if (fs->child_done)
+		return;
+	fs->child_done = true;
+	/*
+	 * A handler's section between the two sums, or between the sums and
+	 * the addition, would be counted half: none runs here.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_mutex_init(&gp_lock, NULL);
+	gp_seq = (gp_seq + 1) & ~1UL;
+	fork_child_repair_counts();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (urcu_rseq_gp.has_membarrier && membarrier_register())
 		die("cannot register membarrier in the fork child", errno);
-	if (crd.atfork)
+	if (waited && crd.atfork)
 		crd.atfork->after_fork_child(crd.atfork->priv);
+	pthread_mutex_init(&crd.lock, NULL);
+	fork_child_repair_queue();
+	if (crd.started && pthread_equal(pthread_self(), crd.tid))
+		return;	/* forked by a callback: this thread is the worker */
 	crd.started = 0;
 	crd.flags = 0;
 	crd.futex = 0;
-	pthread_mutex_init(&crd.lock, NULL);
-	if (!cds_wfcq_empty(&crd.head, &crd.tail))
-		worker_start();
 }
 
 /* Stops an idle worker so that the process leaves no thread behind. */
@@ -614,6 +730,10 @@ out:
 static void __attribute__((constructor(102))) flavor_init(void)
 {
 	urcu_rseq_init();
+	if (pthread_atfork(urcu_rseq_call_rcu_before_fork,
+			urcu_rseq_call_rcu_after_fork_parent,
+			urcu_rseq_call_rcu_after_fork_child))
+		die("cannot install the fork handlers", ENOMEM);
 }
 
 static void __attribute__((destructor)) flavor_exit(void)

@@ -15,7 +15,10 @@
  *   returned (the thread can migrate); only a critical section (urcu/rseq/
  *   ops.h) turns it into a guarantee.
  * - urcu_rseq_thread_register()/unregister(): the calling thread only;
- *   optional, idempotent. Not from a signal handler.
+ *   optional, idempotent. Not from a signal handler. The lazy registration
+ *   of the functions above may run in a handler, also one that interrupted
+ *   the thread's own registration, which then succeeds (EBUSY from the
+ *   kernel means this very area is registered).
  * - urcu_rseq_fence(), urcu_rseq_fence_cpu(): any thread, not from a signal
  *   handler. After return, every rseq critical section of this process that
  *   was running (on every CPU, or on @cpu) when the call began has either

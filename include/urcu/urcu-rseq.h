@@ -25,9 +25,12 @@
  * - barrier: any thread outside a section, but not from a callback.
  * - register/unregister_thread, thread_offline/online, quiescent_state:
  *   accepted for compatibility, never required.
- * - fork: call urcu_rseq_call_rcu_before_fork() before fork() and the
- *   matching after_fork function in parent and child (or install them with
- *   pthread_atfork()), as with liburcu's flavors.
+ * - fork: nothing to call; the library's pthread_atfork() handlers give the
+ *   child working grace periods, call_rcu() and rcu_barrier() whatever the
+ *   other threads of the parent were doing, fork() inside a read-side
+ *   section included (the child's thread stays inside it). Explicit calls
+ *   of the call_rcu fork hooks, as liburcu's flavors need, nest with them.
+ *   Not covered: children made without the handlers (_Fork(), clone()).
  */
 #ifndef _URCU_URCU_RSEQ_H
 #define _URCU_URCU_RSEQ_H
@@ -112,7 +115,14 @@ URCU_RSEQ_API int urcu_rseq_set_cpu_call_rcu_data(int cpu,
 URCU_RSEQ_API int urcu_rseq_create_all_cpu_call_rcu_data(unsigned long flags);
 URCU_RSEQ_API void urcu_rseq_free_all_cpu_call_rcu_data(void);
 
-/* Fork: pause the worker and hold the grace-period lock across fork(). */
+/*
+ * Fork hooks, installed by the library with pthread_atfork(); explicit
+ * calls nest with those (a per-thread depth; the first after_fork_child()
+ * repairs the child, unpaired after_fork calls do nothing). Outside a
+ * section before_fork() pauses the worker and holds the grace-period lock
+ * across fork(); inside one it takes nothing and the child repairs what it
+ * inherited.
+ */
 URCU_RSEQ_API void urcu_rseq_call_rcu_before_fork(void);
 URCU_RSEQ_API void urcu_rseq_call_rcu_after_fork_parent(void);
 URCU_RSEQ_API void urcu_rseq_call_rcu_after_fork_child(void);

@@ -5,13 +5,18 @@
  * operation's semantics, its abort path (forced and under a signal storm),
  * the fence retiring a double buffer under oversubscription, and fork.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <urcu/uatomic.h>
 #include <urcu/rseq.h>
@@ -547,7 +552,125 @@ static void test_fork(void)
 		"after fork, the child's fence and sections work");
 }
 
-int main(void)
+/*
+ * Lazy registration interrupted by a handler that registers first. The
+ * library registers only its own area lazily (glibc registers its area at
+ * thread creation), so this runs in a child executed with glibc's
+ * registration turned off. The race is forced, not waited for: this
+ * program's syscall() takes the place of the C library's for the library
+ * too, and raises the signal right before the registration's system call;
+ * the handler's urcu_rseq_cpu() registers lazily, then the interrupted
+ * registration makes its own system call.
+ */
+static volatile sig_atomic_t race_armed;
+static volatile int race_handler_cpu = -100;
+static volatile int race_handler_available = -1;
+
+long syscall(long nr, ...)
+{
+	static long (*real)(long, ...);
+	long a[6];
+	va_list ap;
+	int i;
+
+	va_start(ap, nr);
+	for (i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (!real)
+		real = (long (*)(long, ...)) dlsym(RTLD_NEXT, "syscall");
+	if (nr == __NR_rseq && race_armed && a[2] == 0) {
+		race_armed = 0;
+		raise(SIGUSR2);
+	}
+	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+static void race_handler(int sig)
+{
+	int err = errno;
+
+	(void) sig;
+	race_handler_cpu = urcu_rseq_cpu();
+	race_handler_available = urcu_rseq_available();
+	errno = err;
+}
+
+static void *race_thread(void *arg)
+{
+	int *bad = arg, ret, err, cpu_id;
+
+	race_armed = 1;
+	errno = 0;
+	ret = urcu_rseq_thread_register();
+	err = errno;
+	cpu_id = (int) (int32_t) CMM_LOAD_SHARED(urcu_rseq_area()->cpu_id);
+	printf("# register race: handler cpu %d (rseq %s); interrupted "
+		"registration: %d (%s); cpu_id afterwards %d; available %d\n",
+		race_handler_cpu, race_handler_available == 1 ? "available" :
+		"unavailable", ret, ret ? strerror(err) : "ok", cpu_id,
+		(int) urcu_rseq_available());
+	*bad = race_armed || race_handler_available != 1 || ret != 0
+		|| cpu_id < 0 || !urcu_rseq_available()
+		|| urcu_rseq_index(URCU_RSEQ_INDEX_CPU) < 0;
+	return NULL;
+}
+
+/* 0: passed, 1: failed, 77: not testable here. */
+static int register_race_child(void)
+{
+	struct sigaction sa;
+	pthread_t t;
+	int bad = 1;
+
+	if (urcu_rseq_features & URCU_RSEQ_FEATURE_GLIBC_AREA)
+		return 77;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = race_handler;
+	sigaction(SIGUSR2, &sa, NULL);
+	/* A fresh thread: its area is not registered yet. */
+	if (pthread_create(&t, NULL, race_thread, &bad))
+		return 1;
+	pthread_join(t, NULL);
+	if (race_handler_available == 0 && race_handler_cpu >= 0)
+		return 77;	/* rseq denied here: nothing to race */
+	return bad;
+}
+
+static void test_register_race(const char *argv0)
+{
+	char self[PATH_MAX];
+	int status = 0;
+	ssize_t n;
+	pid_t pid;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0) {
+		skip(1, "register race: no /proc/self/exe");
+		return;
+	}
+	self[n] = '\0';
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
+		execl(self, argv0, "--register-race", (char *) NULL);
+		_exit(2);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+		ok(0, "register race: the child ran");
+		return;
+	}
+	if (WEXITSTATUS(status) == 77) {
+		skip(1, "register race: glibc's area cannot be turned off here");
+		return;
+	}
+	ok(WEXITSTATUS(status) == 0,
+		"a registration interrupted by a handler that registers "
+		"leaves the area registered and valid");
+}
+
+int main(int argc, char **argv)
 {
 	/* 1000 rounds at the default 300 ms; fewer under emulation (vmcheck). */
 	int rounds = (int) (stress_duration_ms() * 10 / 3);
@@ -557,6 +680,8 @@ int main(void)
 	if (rounds > 20000)
 		rounds = 20000;
 
+	if (argc > 1 && !strcmp(argv[1], "--register-race"))
+		return register_race_child();
 	nr_cpus = urcu_rseq_nr_cpus();
 	plan_no_plan();
 	if (!urcu_rseq_available()) {
@@ -581,6 +706,7 @@ int main(void)
 		return exit_status();
 	}
 	test_registration();
+	test_register_race(argv[0]);
 	test_cpu_numbers();
 	test_mm_cid();
 	test_ops(URCU_RSEQ_INDEX_CPU, "cpu");

@@ -21,6 +21,7 @@
 #include <urcu/uatomic.h>
 
 #include "tap.h"
+#include "lifecycle.h"
 
 static int reader_in, reader_release;
 
@@ -134,10 +135,8 @@ static void test_fork(void)
 	pid_t pid;
 
 	/*
-	 * Queued once the worker is paused: still pending at fork. (Forking
-	 * inside a read-side section would deadlock, with liburcu's flavors
-	 * too: the hooks wait for the worker's grace period, which waits for
-	 * the section.)
+	 * Queued once the worker is paused: still pending at fork. The
+	 * explicit hooks nest with the library's pthread_atfork() ones.
 	 */
 	call_rcu_before_fork();
 	call_rcu(&h, fork_cb);
@@ -154,6 +153,210 @@ static void test_fork(void)
 	ok(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		"fork child runs the pending callback and has grace periods");
 	ok(uatomic_read(&fork_cb_ran), "so does the parent");
+}
+
+/*
+ * fork() with no hook called, from inside a nested section, while another
+ * thread is inside a section and a third waits in synchronize_rcu() for
+ * it: the parent must not deadlock (the fork handlers wait for nothing
+ * inside a section), and the child, where neither thread exists, must
+ * keep its own section open, then run grace periods and callbacks.
+ */
+static int busy_holder_in, busy_holder_release, busy_child_cb;
+
+static void *busy_holder(void *arg)
+{
+	(void) arg;
+	rcu_read_lock();
+	uatomic_set(&busy_holder_in, 1);
+	while (!uatomic_read(&busy_holder_release))
+		usleep(100);
+	rcu_read_unlock();
+	return NULL;
+}
+
+static void *busy_syncer(void *arg)
+{
+	(void) arg;
+	synchronize_rcu();
+	return NULL;
+}
+
+static void busy_child_cb_fn(struct rcu_head *h)
+{
+	(void) h;
+	busy_child_cb++;
+}
+
+static int busy_child(void *arg)
+{
+	static struct rcu_head h;
+
+	(void) arg;
+	if (!rcu_read_ongoing())
+		return 1;
+	rcu_read_unlock();
+	if (!rcu_read_ongoing())
+		return 2;
+	rcu_read_unlock();
+	if (rcu_read_ongoing())
+		return 3;
+	synchronize_rcu();
+	call_rcu(&h, busy_child_cb_fn);
+	rcu_barrier();
+	synchronize_rcu();
+	return busy_child_cb == 1 ? 0 : 4;
+}
+
+static void test_fork_busy(void)
+{
+	pthread_t holder, syncer;
+	enum stress_fork_result r;
+
+	if (pthread_create(&holder, NULL, busy_holder, NULL))
+		bail_out("pthread_create failed");
+	while (!uatomic_read(&busy_holder_in))
+		usleep(100);
+	if (pthread_create(&syncer, NULL, busy_syncer, NULL))
+		bail_out("pthread_create failed");
+	usleep(10000);	/* most likely waiting in synchronize_rcu() now */
+	rcu_read_lock();
+	rcu_read_lock();
+	r = stress_fork_check(busy_child, NULL, 10000);
+	rcu_read_unlock();
+	rcu_read_unlock();
+	uatomic_set(&busy_holder_release, 1);
+	pthread_join(holder, NULL);
+	pthread_join(syncer, NULL);
+	ok(r == STRESS_FORK_OK, "fork inside a section, with no hook called, "
+		"while another thread reads and one waits for a grace period: "
+		"the child keeps its section, then has grace periods and "
+		"callbacks (%s)", r == STRESS_FORK_OK ? "ok" :
+		r == STRESS_FORK_HUNG ? "hung" : "failed");
+}
+
+/*
+ * A thread waiting in rcu_barrier() when another forks: its completion is
+ * queued on its stack, which the child's C library recycles for the
+ * child's new threads (the call_rcu worker among them). The child's worker
+ * must not run, or walk through, what those threads wrote there.
+ */
+static int dead_waiter_in, dead_first_ran;
+
+static void dead_first_cb(struct rcu_head *h)
+{
+	(void) h;
+	uatomic_set(&dead_first_ran, 1);
+}
+
+static void *dead_waiter(void *arg)
+{
+	(void) arg;
+	uatomic_set(&dead_waiter_in, 1);
+	rcu_barrier();
+	return NULL;
+}
+
+static void *stack_scribbler(void *arg)
+{
+	volatile char buf[256 * 1024];
+	size_t i;
+
+	(void) arg;
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (char) 0xa5;
+	return NULL;
+}
+
+static int dead_child_cb;
+
+static void dead_child_cb_fn(struct rcu_head *h)
+{
+	(void) h;
+	dead_child_cb++;
+}
+
+static int dead_waiter_child(void *arg)
+{
+	static struct rcu_head h;
+	pthread_t t[4];
+	int i;
+
+	(void) arg;
+	rcu_read_unlock();
+	/* New threads take the stacks of the parent's threads. */
+	for (i = 0; i < 4; i++)
+		if (pthread_create(&t[i], NULL, stack_scribbler, NULL))
+			return 1;
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	call_rcu(&h, dead_child_cb_fn);
+	rcu_barrier();
+	synchronize_rcu();
+	return dead_child_cb == 1 ? 0 : 2;
+}
+
+static void test_fork_dead_waiter(void)
+{
+	static struct rcu_head first;
+	enum stress_fork_result r;
+	pthread_t waiter;
+
+	/*
+	 * This thread's section holds the worker in the grace period of a
+	 * first batch, so that the waiter's completion stays queued.
+	 */
+	rcu_read_lock();
+	call_rcu(&first, dead_first_cb);
+	usleep(20000);	/* the worker takes the first batch */
+	if (pthread_create(&waiter, NULL, dead_waiter, NULL))
+		bail_out("pthread_create failed");
+	while (!uatomic_read(&dead_waiter_in))
+		usleep(100);
+	usleep(20000);	/* the waiter queues its completion */
+	r = stress_fork_check(dead_waiter_child, NULL, 10000);
+	rcu_read_unlock();
+	pthread_join(waiter, NULL);
+	ok(r == STRESS_FORK_OK && uatomic_read(&dead_first_ran),
+		"fork while a thread waits in rcu_barrier(): the child's "
+		"worker does not touch the dead waiter's recycled stack (%s)",
+		r == STRESS_FORK_OK ? "ok" : r == STRESS_FORK_HUNG ? "hung" :
+		"failed");
+}
+
+/*
+ * fork() from a callback: the fork handlers must not wait for the worker
+ * (the caller), and in the child the calling thread stays the worker.
+ */
+static int cb_fork_result = -1;
+
+static int cb_fork_child(void *arg)
+{
+	static struct rcu_head h;
+
+	(void) arg;
+	synchronize_rcu();
+	call_rcu(&h, dead_child_cb_fn);
+	synchronize_rcu();
+	return 0;
+}
+
+static void cb_fork(struct rcu_head *h)
+{
+	(void) h;
+	uatomic_set(&cb_fork_result,
+		(int) stress_fork_check(cb_fork_child, NULL, 10000));
+}
+
+static void test_fork_from_callback(void)
+{
+	static struct rcu_head h;
+
+	call_rcu(&h, cb_fork);
+	rcu_barrier();
+	ok(uatomic_read(&cb_fork_result) == STRESS_FORK_OK,
+		"fork from a callback: no deadlock, the child has grace periods "
+		"(%d)", uatomic_read(&cb_fork_result));
 }
 
 static void test_flavor(void)
@@ -291,11 +494,14 @@ static void test_lfht(void)
 
 int main(void)
 {
-	plan_tests(20);
+	plan_tests(23);
 	test_nesting_and_signal();
 	test_gp_waits();
 	test_call_rcu();
 	test_fork();
+	test_fork_busy();
+	test_fork_dead_waiter();
+	test_fork_from_callback();
 	test_flavor();
 	test_lfht();
 	return exit_status();

@@ -4,6 +4,9 @@
  * assembly. Semantics: the pseudocode in urcu/rseq/ops.h; section layout as
  * described in urcu/rseq/arch/x86_64.h. x16 and x17 are the scratch
  * registers (the intra-procedure-call registers, free in inline asm).
+ * idx_cmpeqv_cmpeqv_storev stores the index through the address of
+ * *index passed in a register, under the "memory" clobber, not into an
+ * input operand (see the same operation in x86_64.h).
  */
 #ifndef _URCU_RSEQ_ARCH_AARCH64_H
 #define _URCU_RSEQ_ARCH_AARCH64_H
@@ -261,7 +264,7 @@ static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
 			_URCU_RSEQ_STR(URCU_RSEQ_OFF_CPU_ID) "]\n\t"	\
 		"tbnz x17, #63, %l[cmpfail]\n\t"			\
 		_URCU_RSEQ_IDX_LOAD_##suffix				\
-		"str w17, %[index]\n\t"				\
+		"str w17, [%[index]]\n\t"				\
 		"madd x17, x17, %[stride], %[base]\n\t"		\
 		"ldr x16, [x17]\n\t"					\
 		"cmp x16, %[expect]\n\t"				\
@@ -276,7 +279,7 @@ static inline int _urcu_rseq_idx_cmpeqv_cmpeqv_storev_##suffix(		\
 		: [rs] "r" (rs), [base] "r" (base),			\
 		  [stride] "r" (stride), [off2] "r" (off2),		\
 		  [expect] "r" (expect), [expect2] "r" (expect2),	\
-		  [newv] "r" (newv), [index] "Q" (*index)		\
+		  [newv] "r" (newv), [index] "r" (index)		\
 		  _URCU_RSEQ_FI_IN					\
 		: "memory", "cc", "x16", "x17" _URCU_RSEQ_FI_CLOBBER	\
 		: abort, cmpfail);					\

@@ -118,6 +118,20 @@
  * to *index: the caller's index never has to live in memory. Elsewhere
  * the section stores it to *index before the comparisons. Either way
  * *index keeps the caller's -1 when cpu_id shows no registration.
+ *
+ * Either store goes through an address passed in a register, covered by
+ * the "memory" clobber: the form GCC documents for leaving a result of
+ * asm goto in memory. An "m" input may not be written by GCC's rules, and
+ * in the output form it was a local with no value yet, which the compiler
+ * could place anywhere; an output operand is not defined on a label's path
+ * for every compiler this header supports (clang before 16).
+ *
+ * The memory the other operations write (*v, *v2, *load) is still an "m"
+ * input naming the caller's object, under the "memory" clobber, which
+ * makes the compiler reload it after the asm. That is against the letter
+ * of the same rule; it is kept because an "r" address would cost an lea
+ * wherever the compiler now folds base + index into the operand, and "+m"
+ * outputs need asm goto with outputs, which the other form lacks.
  */
 #if _URCU_RSEQ_ASM_GOTO_OUTPUT
 #define _URCU_RSEQ_IDXO_DECL	long _idx; int _fidx;
@@ -130,9 +144,9 @@
 	"js %l[cmpfail]\n\t"						\
 	_URCU_RSEQ_IDXO_LOAD_##suffix					\
 	"movq %[i], %%rax\n\t"
-#define _URCU_RSEQ_IDXO_FAIL	"movl %k[i], %[fidx]\n\t"
+#define _URCU_RSEQ_IDXO_FAIL	"movl %k[i], (%[fidx])\n\t"
 #define _URCU_RSEQ_IDXO_OUT	[i] "=&r" (_idx)
-#define _URCU_RSEQ_IDXO_IN	[fidx] "m" (_fidx)
+#define _URCU_RSEQ_IDXO_IN	[fidx] "r" (&_fidx)
 #define _URCU_RSEQ_IDXO_SET	*index = (int) _idx;
 #define _URCU_RSEQ_IDXO_FAILSET	*index = _fidx;
 #else
@@ -142,10 +156,10 @@
 	"testq %%rax, %%rax\n\t"					\
 	"js %l[cmpfail]\n\t"						\
 	_URCU_RSEQ_IDX_LOAD_##suffix					\
-	"movl %%eax, %[fidx]\n\t"
+	"movl %%eax, (%[fidx])\n\t"
 #define _URCU_RSEQ_IDXO_FAIL
 #define _URCU_RSEQ_IDXO_OUT
-#define _URCU_RSEQ_IDXO_IN	[fidx] "m" (*index)
+#define _URCU_RSEQ_IDXO_IN	[fidx] "r" (index)
 #define _URCU_RSEQ_IDXO_SET
 #define _URCU_RSEQ_IDXO_FAILSET
 #endif
