@@ -474,6 +474,8 @@ retry:
 				!= head)
 			goto retry;
 		found = true;
+		/* The queue looks empty from here on while we still hold its lock. */
+		urcu_rseq_fi_point();
 		goto out;
 	}
 	/*
