@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <urcu/cond.h>
+#include <urcu/mutex.h>	/* urcu_mutex_blocking_begin/end() */
 
 #include "common.h"
 #include "wait-internal.h"
@@ -337,8 +338,11 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 			}
 			w |= URCU_EC_SLEEPING;
 		}
+		/* Seen blocked by spinners on a urcu_mutex we may hold. */
+		urcu_mutex_blocking_begin();
 		ret = urcu_rseq_futex_wait(&ec->word, w, CLOCK_MONOTONIC,
 				abstime);
+		urcu_mutex_blocking_end();
 		w = CMM_LOAD_SHARED(ec->word);
 		if (ec_count(w) != key)
 			break;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <unistd.h>
 #include <urcu/wfstack.h>
+#include <urcu/mutex.h>	/* urcu_mutex_blocking_begin/end() */
 
 #include "common.h"
 #include "wait-internal.h"
@@ -613,16 +614,35 @@ static struct cds_wfs_node *chain_of(struct urcu_wait_node *n, int32_t state)
  * only unwind from a state the caller's cleanup handler knows (queued,
  * sleeping or woken), never from the middle of a protocol step.
  */
+static void sleep_cancelled(void *arg)
+{
+	(void) arg;
+	urcu_mutex_blocking_end();
+}
+
+/*
+ * The sleep is bracketed by urcu_mutex_blocking_begin/end(): a thread that
+ * holds a urcu_mutex while it sleeps here (urcu_cond_wait_ops() with a
+ * mutex other than the one it waits with, a wait-stack waiter holding
+ * one) is seen blocked at once by that mutex's spinning waiters. The end
+ * also runs when a cancellation unwinds from the sleep.
+ */
 static int sleep_on(struct urcu_wait_node *n, int32_t val, clockid_t clock,
 		const struct timespec *abstime, bool cancellable)
 {
 	int ret, oldtype;
 
-	if (!cancellable)
-		return urcu_rseq_futex_wait(&n->state, val, clock, abstime);
+	urcu_mutex_blocking_begin();
+	if (!cancellable) {
+		ret = urcu_rseq_futex_wait(&n->state, val, clock, abstime);
+		urcu_mutex_blocking_end();
+		return ret;
+	}
+	pthread_cleanup_push(sleep_cancelled, NULL);
 	(void) pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
 	ret = urcu_rseq_futex_wait(&n->state, val, clock, abstime);
 	(void) pthread_setcanceltype(oldtype, NULL);
+	pthread_cleanup_pop(1);
 	return ret;
 }
 
