@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 #include <unistd.h>
 #include <urcu/wfstack.h>
 #include <urcu/mutex.h>	/* urcu_mutex_blocking_begin/end() */
@@ -82,6 +83,27 @@ static __thread unsigned int wait_no_yield, wait_no_yield_next = WAIT_NO_YIELD_M
 static struct {
 	int32_t n;
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE))) wait_yielders[WAIT_YIELD_SLOTS];
+
+/*
+ * The only process-wide state of wait-stacks with a count that a thread
+ * holds for a while. A fork child inherits the counts of threads that
+ * it does not have (the forking thread is in fork(), not in a wait):
+ * they would keep the child's waiters on those CPUs from ever giving the
+ * CPU away. Zero is exact there. Nothing else here needs a fork handler:
+ * there is no process-wide lock; a queue's own lock held by another
+ * thread at the fork stays held in the child, as with any object that
+ * other threads were using (doc/wait.md, "fork").
+ */
+static void wait_fork_child(void)
+{
+	memset(wait_yielders, 0, sizeof(wait_yielders));
+}
+
+__attribute__((constructor))
+static void wait_init(void)
+{
+	(void) pthread_atfork(NULL, NULL, wait_fork_child);
+}
 
 /*
  * Give the CPU away once and tell whether another thread ran meanwhile:

@@ -870,6 +870,22 @@ static int fk_child_fn(void *arg)
 	return bad;
 }
 
+/*
+ * A thread that sleeps once in a condition wait and exits: its first sleep
+ * and its exit go through the library's per-thread state (the urcu_mutex
+ * descriptor that the sleep marks blocked), which a fork may catch busy.
+ */
+static void *fk_short_thread(void *arg)
+{
+	struct timespec ts = deadline_in(CLOCK_REALTIME, 300000);
+
+	(void) arg;
+	pthread_mutex_lock(&fk_lock);
+	(void) cond_timedwait(&fk_cond, &fk_lock, &ts);
+	pthread_mutex_unlock(&fk_lock);
+	return NULL;
+}
+
 static void fk_worker(struct stress_thread *t)
 {
 	struct timespec ts;
@@ -905,7 +921,11 @@ static void fk_worker(struct stress_thread *t)
 			cond_signal(&fk_cond);
 			pthread_mutex_unlock(&fk_lock);
 		} else if (what < 5) {
+			pthread_t th;
+
 			cond_broadcast(&fk_cond);
+			if (!pthread_create(&th, NULL, fk_short_thread, NULL))
+				pthread_join(th, NULL);
 #ifndef PTHREAD_FACE
 		} else if (what < 6) {
 			struct urcu_wait_node n;
