@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <urcu/cond.h>
+#include <urcu/mutex.h>	/* urcu_mutex_blocking_begin/end() */
 
 #include "common.h"
 #include "wait-internal.h"
@@ -38,11 +39,14 @@ int urcu_cond_destroy(struct urcu_cond *c)
 	 * Waiters that timed out but are still queued are still blocked.
 	 * Threads a signal or broadcast popped never touch the condition
 	 * once that call returned (TIMEDOUT ones have LEFT, the others are
-	 * DETACHED or woken), so nothing else need be waited for.
+	 * DETACHED or woken). A waiter that withdrew its own node (timeout,
+	 * cancellation) may still be releasing the queue lock after the
+	 * queue looks empty: quiesce waits for that store, which comes
+	 * without waiting for anything.
 	 * Pairs with the full barrier of urcu_wait_add().
 	 */
 	cmm_smp_mb();
-	if (!urcu_wait_queue_empty(&c->queue))
+	if (!urcu_wait_queue_quiesce(&c->queue))
 		return EBUSY;
 	return 0;
 }
@@ -50,14 +54,17 @@ int urcu_cond_destroy(struct urcu_cond *c)
 /*
  * A waiter that consumed a wake-up but will not act on it (its unlock
  * failed, or it was cancelled) passes it on, so that a signal is never
- * lost. A chain (broadcast) is passed on through the nodes alone; a
- * signal through the queue.
+ * lost. A broadcast's wake-up (@consumed 2) is passed on through the
+ * nodes of its chain alone, if any are left: the condition itself may be
+ * destroyed by now, as a broadcast allows. Only a signal's (@consumed 1)
+ * goes back through the queue.
  */
-static void pass_on(struct urcu_cond *c, struct cds_wfs_node *chain)
+static void pass_on(struct urcu_cond *c, int consumed,
+		struct cds_wfs_node *chain)
 {
-	if (chain)
+	if (consumed == 2)
 		urcu_wait_wake_chain(chain);
-	else
+	else if (consumed == 1)
 		(void) urcu_wait_wake_one(&c->queue);
 }
 
@@ -82,8 +89,7 @@ static void cond_wait_cancelled(void *arg)
 
 	consumed = urcu_wait_cancel(&f->node, &chain);
 	(void) f->lock_fn(f->lock);
-	if (consumed)
-		pass_on(f->c, chain);
+	pass_on(f->c, consumed, chain);
 }
 
 /*
@@ -126,8 +132,7 @@ static int cond_wait(struct urcu_cond *c, urcu_cond_lock_fn lock_fn,
 	urcu_rseq_fi_point();
 	ret = unlock_fn(lock);
 	if (caa_unlikely(ret)) {
-		if (urcu_wait_cancel(&f.node, &chain))
-			pass_on(c, chain);
+		pass_on(c, urcu_wait_cancel(&f.node, &chain), chain);
 		return ret;
 	}
 	ret = cond_sleep(&f, clock, abstime, &chain);
@@ -333,8 +338,11 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 			}
 			w |= URCU_EC_SLEEPING;
 		}
+		/* Seen blocked by spinners on a urcu_mutex we may hold. */
+		urcu_mutex_blocking_begin();
 		ret = urcu_rseq_futex_wait(&ec->word, w, CLOCK_MONOTONIC,
 				abstime);
+		urcu_mutex_blocking_end();
 		w = CMM_LOAD_SHARED(ec->word);
 		if (ec_count(w) != key)
 			break;

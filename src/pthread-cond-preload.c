@@ -206,29 +206,53 @@ PRELOAD_API int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 	return urcu_cond_wait(ucond(cond), mutex);
 }
 
+/*
+ * glibc rejects only a tv_nsec outside [0, 1e9) (EINVAL, the mutex left
+ * alone); a negative tv_sec is a deadline that has passed: the wait
+ * releases and re-acquires the mutex and returns ETIMEDOUT. urcu_cond
+ * calls a negative tv_sec invalid; hand it the clock's epoch instead, a
+ * deadline passed on every clock, keeping tv_nsec so that a bad one is
+ * still EINVAL.
+ */
+static inline const struct timespec *glibc_deadline(
+		const struct timespec *abstime, struct timespec *tmp)
+{
+	if (caa_likely(abstime->tv_sec >= 0))
+		return abstime;
+	tmp->tv_sec = 0;
+	tmp->tv_nsec = abstime->tv_nsec;
+	return tmp;
+}
+
 PRELOAD_API int pthread_cond_timedwait(pthread_cond_t *cond,
 		pthread_mutex_t *mutex, const struct timespec *abstime)
 {
+	struct timespec tmp;
+
 	if (forwarded(cond)) {
 		count(FN_TIMEDWAIT, true);
 		return ((timedwait_fn) real_fn(FN_TIMEDWAIT))(cond, mutex,
 				abstime);
 	}
 	count(FN_TIMEDWAIT, false);
-	return urcu_cond_timedwait(ucond(cond), mutex, abstime);
+	return urcu_cond_timedwait(ucond(cond), mutex,
+			glibc_deadline(abstime, &tmp));
 }
 
 PRELOAD_API int pthread_cond_clockwait(pthread_cond_t *cond,
 		pthread_mutex_t *mutex, clockid_t clock,
 		const struct timespec *abstime)
 {
+	struct timespec tmp;
+
 	if (forwarded(cond)) {
 		count(FN_CLOCKWAIT, true);
 		return ((clockwait_fn) real_fn(FN_CLOCKWAIT))(cond, mutex,
 				clock, abstime);
 	}
 	count(FN_CLOCKWAIT, false);
-	return urcu_cond_clockwait(ucond(cond), mutex, clock, abstime);
+	return urcu_cond_clockwait(ucond(cond), mutex, clock,
+			glibc_deadline(abstime, &tmp));
 }
 
 PRELOAD_API int pthread_cond_signal(pthread_cond_t *cond)

@@ -77,13 +77,22 @@ int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
 
 /*
  * Withdraw @n (added, waited on or not, not returned from a wait) as a
- * timeout would. Returns 0 if the node was withdrawn; 1 if a waker had
- * already woken it, or a chained broadcast had popped it (then it waits
- * until the chain reaches it): then, as after urcu_wait_chained()
- * returning 0, *@chain says what to pass on, and the caller owes the queue
- * the wake-up it consumed when *@chain is NULL.
+ * timeout would. Returns 0 if the node was withdrawn; 1 if a single wake
+ * (urcu_wait_wake_one) had already woken it: the caller owes the queue the
+ * wake-up it consumed; 2 if a chained broadcast woke it or had popped it
+ * (then it waits until the chain reaches it): *@chain is the rest of the
+ * chain to pass on, as after urcu_wait_chained() returning 0, and nothing
+ * is owed to the queue (the broadcast woke everyone; the queue may be gone).
  */
 int urcu_wait_cancel(struct urcu_wait_node *n, struct cds_wfs_node **chain);
+
+/*
+ * For destroy: false if a waiter is queued; else waits until no waiter that
+ * withdrew on its own (timeout, cancellation) still holds the queue lock,
+ * and returns true: nobody touches @q afterwards, unless a thread adds to
+ * it or a wake call is still running. Full barrier.
+ */
+bool urcu_wait_queue_quiesce(struct urcu_wait_queue *q);
 
 /*
  * Broadcast that wakes one waiter and hands it the rest of the waiters,

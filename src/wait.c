@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 #include <unistd.h>
 #include <urcu/wfstack.h>
+#include <urcu/mutex.h>	/* urcu_mutex_blocking_begin/end() */
 
 #include "common.h"
 #include "wait-internal.h"
@@ -81,6 +83,27 @@ static __thread unsigned int wait_no_yield, wait_no_yield_next = WAIT_NO_YIELD_M
 static struct {
 	int32_t n;
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE))) wait_yielders[WAIT_YIELD_SLOTS];
+
+/*
+ * The only process-wide state of wait-stacks with a count that a thread
+ * holds for a while. A fork child inherits the counts of threads that
+ * it does not have (the forking thread is in fork(), not in a wait):
+ * they would keep the child's waiters on those CPUs from ever giving the
+ * CPU away. Zero is exact there. Nothing else here needs a fork handler:
+ * there is no process-wide lock; a queue's own lock held by another
+ * thread at the fork stays held in the child, as with any object that
+ * other threads were using (doc/wait.md, "fork").
+ */
+static void wait_fork_child(void)
+{
+	memset(wait_yielders, 0, sizeof(wait_yielders));
+}
+
+__attribute__((constructor))
+static void wait_init(void)
+{
+	(void) pthread_atfork(NULL, NULL, wait_fork_child);
+}
 
 /*
  * Give the CPU away once and tell whether another thread ran meanwhile:
@@ -314,9 +337,71 @@ void urcu_wait_node_init(struct urcu_wait_node *n)
 	n->queue = NULL;
 }
 
-bool urcu_wait_queue_empty(struct urcu_wait_queue *q)
+/* No node linked; for lock holders, and for callers that then lock. */
+static bool queue_no_node(struct urcu_wait_queue *q)
 {
 	return queue_head(q) == (struct cds_wfs_head *) CDS_WFS_END;
+}
+
+/*
+ * No node linked and nobody inside the queue: the head is empty and the
+ * lock free. The lock matters because a waiter that withdraws its own node
+ * (timeout, cancellation) empties the head with a cmpxchg while it holds
+ * the lock, and writes the queue once more to release it: a broadcast or a
+ * destroy that saw the empty head alone could return, and its caller free
+ * the queue, before that store. So the queue is idle only once that lock
+ * is free too, and whoever wants to act on "empty" while it is held takes
+ * (or waits for) the lock instead.
+ *
+ * Why this rather than having the withdrawing waiter touch nothing after
+ * its head cmpxchg: the head and the lock are two words, and the waiter
+ * must hold the lock while it unlinks (poppers walk the same links), so
+ * its last write is the release; making the empty check see it costs the
+ * fast paths (signal or broadcast of an empty queue, destroy) one more
+ * load of the same cache line, and no atomic instruction.
+ *
+ * Order: the head, then the lock. The withdrawing waiter took the lock (a
+ * cmpxchg, full barrier) before its head cmpxchg: a reader that sees the
+ * head that cmpxchg wrote then sees the lock held, or released later
+ * (pairs with the cmpxchg in queue_lock()); a lock read free after that is
+ * the release (pairs with the barrier in queue_unlock()), after which the
+ * waiter does not touch the queue. A caller that then reuses the memory
+ * orders its stores after the load of the lock by its dependency on the
+ * result, or by the barrier in urcu_wait_queue_empty() and
+ * urcu_cond_destroy().
+ */
+static bool queue_idle(struct urcu_wait_queue *q)
+{
+	if (!queue_no_node(q))
+		return false;
+	cmm_smp_rmb();
+	return CMM_LOAD_SHARED(q->lock) == 0;
+}
+
+bool urcu_wait_queue_empty(struct urcu_wait_queue *q)
+{
+	bool idle = queue_idle(q);
+
+	/* The caller may free the queue: after the loads above. */
+	cmm_smp_mb();
+	return idle;
+}
+
+bool urcu_wait_queue_quiesce(struct urcu_wait_queue *q)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+
+	for (;;) {
+		if (!queue_no_node(q))
+			return false;
+		if (queue_idle(q))
+			break;
+		/* A holder of the lock never waits for us: it will let go. */
+		urcu_rseq_backoff(&b);
+	}
+	/* Pairs with the barrier in queue_unlock(): the caller may free. */
+	cmm_smp_mb();
+	return true;
 }
 
 bool urcu_wait_add(struct urcu_wait_queue *q, struct urcu_wait_node *n)
@@ -474,6 +559,8 @@ retry:
 				!= head)
 			goto retry;
 		found = true;
+		/* The queue looks empty from here on while we still hold its lock. */
+		urcu_rseq_fi_point();
 		goto out;
 	}
 	/*
@@ -549,16 +636,35 @@ static struct cds_wfs_node *chain_of(struct urcu_wait_node *n, int32_t state)
  * only unwind from a state the caller's cleanup handler knows (queued,
  * sleeping or woken), never from the middle of a protocol step.
  */
+static void sleep_cancelled(void *arg)
+{
+	(void) arg;
+	urcu_mutex_blocking_end();
+}
+
+/*
+ * The sleep is bracketed by urcu_mutex_blocking_begin/end(): a thread that
+ * holds a urcu_mutex while it sleeps here (urcu_cond_wait_ops() with a
+ * mutex other than the one it waits with, a wait-stack waiter holding
+ * one) is seen blocked at once by that mutex's spinning waiters. The end
+ * also runs when a cancellation unwinds from the sleep.
+ */
 static int sleep_on(struct urcu_wait_node *n, int32_t val, clockid_t clock,
 		const struct timespec *abstime, bool cancellable)
 {
 	int ret, oldtype;
 
-	if (!cancellable)
-		return urcu_rseq_futex_wait(&n->state, val, clock, abstime);
+	urcu_mutex_blocking_begin();
+	if (!cancellable) {
+		ret = urcu_rseq_futex_wait(&n->state, val, clock, abstime);
+		urcu_mutex_blocking_end();
+		return ret;
+	}
+	pthread_cleanup_push(sleep_cancelled, NULL);
 	(void) pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
 	ret = urcu_rseq_futex_wait(&n->state, val, clock, abstime);
 	(void) pthread_setcanceltype(oldtype, NULL);
+	pthread_cleanup_pop(1);
 	return ret;
 }
 
@@ -666,7 +772,7 @@ int urcu_wait_cancel(struct urcu_wait_node *n, struct cds_wfs_node **chain)
 		s = wait_teardown(n);
 	*chain = chain_of(n, s);
 	urcu_wait_node_init(n);
-	return 1;
+	return s & URCU_WAIT_CHAIN ? 2 : 1;
 }
 
 int urcu_wait_clock(struct urcu_wait_node *n, clockid_t clock,
@@ -689,10 +795,10 @@ bool urcu_wait_wake_one(struct urcu_wait_queue *q)
 	/* Pairs with the full barrier of urcu_wait_add() (xchg). */
 	cmm_smp_mb();
 	for (;;) {
-		if (urcu_wait_queue_empty(q))
+		if (queue_idle(q))
 			return false;
 		queue_lock(q);
-		node = urcu_wait_queue_empty(q) ? NULL :
+		node = queue_no_node(q) ? NULL :
 			__cds_wfs_pop_blocking(&q->stack);
 		queue_unlock(q);
 		if (!node)
@@ -710,10 +816,11 @@ static struct cds_wfs_head *pop_all(struct urcu_wait_queue *q)
 
 	/* Pairs with the full barrier of urcu_wait_add() (xchg). */
 	cmm_smp_mb();
-	if (urcu_wait_queue_empty(q))
+	if (queue_idle(q))
 		return NULL;
+	/* Empty but locked: the lock waits for a waiter still withdrawing. */
 	queue_lock(q);
-	head = __cds_wfs_pop_all(&q->stack);
+	head = queue_no_node(q) ? NULL : __cds_wfs_pop_all(&q->stack);
 	queue_unlock(q);
 	return head;
 }

@@ -21,10 +21,13 @@
  *   The structure is at most 48 bytes, the size of glibc's pthread_cond_t,
  *   and keeps its clock inside, so it can live in one.
  * - urcu_cond_destroy() returns EBUSY while a thread is blocked on the
- *   condition (queued). Threads that a signal or broadcast has woken never
- *   touch the condition again once that call has returned, even if they
- *   have not yet left their wait: destroying and freeing the condition
- *   right after a broadcast is safe, as with glibc.
+ *   condition (queued). Threads that a broadcast has woken never touch the
+ *   condition again once it has returned, even if they have not yet left
+ *   their wait, and a waiter that withdrew on its own (deadline,
+ *   cancellation) has released the queue lock before destroy returns:
+ *   destroying and freeing the condition right after a broadcast is safe,
+ *   as with glibc. Not after a signal if a waiter may be cancelled at that
+ *   moment: it passes the signal it consumed on through the condition.
  * - urcu_cond_wait(), urcu_cond_timedwait() and urcu_cond_wait_ops() are
  *   cancellation points, as pthread_cond_wait() is: a thread cancelled
  *   while it sleeps in the wait withdraws from the queue, passes on a

@@ -143,7 +143,12 @@ URCU_RSEQ_API int urcu_wait_wake_all(struct urcu_wait_queue *q);
 /* Wake the most recent waiter still waiting; false if there was none. */
 URCU_RSEQ_API bool urcu_wait_wake_one(struct urcu_wait_queue *q);
 
-/* True if no waiter is on @q (a snapshot). */
+/*
+ * True if no waiter is on @q and no waiter that withdrew its own node
+ * (deadline) still holds the queue lock: a snapshot, and a full barrier.
+ * Once no thread will add to @q again and every wake call on it has
+ * returned, true means nobody touches @q any more: it may be freed.
+ */
 URCU_RSEQ_API bool urcu_wait_queue_empty(struct urcu_wait_queue *q);
 
 #ifdef __cplusplus

@@ -30,6 +30,17 @@
  * load and a later store instead of one compare-and-swap, so a wake that
  * lands in between is overwritten and lost.
  *
+ * CLOSE (wait_close.pml): the lifecycle of the queue itself. Once every
+ * waiter has pushed, one closer wakes them all (wake_one until the queue
+ * is empty, with the unlocked empty check of the fast path: the head, then
+ * the lock), then destroys the queue as urcu_cond_destroy() does (head
+ * empty, then wait for the lock to be free) and frees it. Checked: nobody
+ * touches the queue (push, lock, unlink, unlock) after it was freed.
+ * BUG_EMPTY_IGNORES_LOCK (wait_bug_close.pml): "empty" looks at the head
+ * alone, as the code once did: a waiter that timed out and unlinked its
+ * own node, the head, still holds the lock, and its unlock lands in the
+ * freed queue.
+ *
  * Adds and pops are atomic here (the wfstack's "next not yet written"
  * window is covered by its own blocking traversal), and a sleeping waiter
  * only sees WAKEUP (spurious futex returns re-check the state).
@@ -46,6 +57,7 @@
 #define WAKEUP		2
 #define TIMEDOUT	4
 #define TEARDOWN	8
+#define LEFT		16	/* a timed-out waiter is done with the queue */
 
 byte state[NW];
 bool returned[NW];
@@ -55,15 +67,17 @@ bool qlock;
 byte wakes;	/* wake_one calls that woke someone */
 byte woke;	/* waiters that returned 0 */
 byte done;
+byte pushed;
+bool freed;	/* CLOSE: the queue's memory was freed */
 
 inline lock()
 {
-	atomic { qlock == 0 -> qlock = 1 }
+	atomic { assert(!freed); qlock == 0 -> qlock = 1 }
 }
 
 inline unlock()
 {
-	qlock = 0
+	atomic { assert(!freed); qlock = 0 }
 }
 
 proctype Waiter(byte n)
@@ -71,7 +85,7 @@ proctype Waiter(byte n)
 	byte s, i, j;
 	bool found;
 
-	atomic { stk[top] = n; top++ }
+	atomic { assert(!freed); stk[top] = n; top++; pushed++ }
 	/* The spin may end by announcing the sleep (or not, if woken). */
 	if
 	:: atomic { state[n] == WAITING -> state[n] = SLEEPING }
@@ -109,6 +123,7 @@ proctype Waiter(byte n)
 				 * to the predecessor's next.
 				 */
 				atomic {
+					assert(!freed);
 					found = true;
 					j = i;
 					do
@@ -123,7 +138,9 @@ proctype Waiter(byte n)
 			unlock();
 #ifndef BUG_RETURN_BEFORE_TEARDOWN
 			if
-			:: !found -> (state[n] & TEARDOWN)	/* a waker holds it */
+			:: !found ->	/* a waker holds it: tell it we left */
+				state[n] = TIMEDOUT | LEFT;
+				(state[n] & TEARDOWN)
 			:: else -> skip
 			fi;
 #endif
@@ -165,13 +182,80 @@ again:
 	:: s == SLEEPING ->
 		skip;	/* futex wake: the address only, no memory access */
 		wakes++
-	:: s == TIMEDOUT ->
-		atomic { assert(!returned[n]); state[n] = TIMEDOUT | TEARDOWN }
+	:: (s & TIMEDOUT) ->	/* LEFT may already be set */
+#ifndef BUG_RETURN_BEFORE_TEARDOWN
+		(state[n] & LEFT);	/* it no longer takes the queue lock */
+#endif
+		atomic {
+			assert(!returned[n]);
+			state[n] = TIMEDOUT | LEFT | TEARDOWN
+		}
 		goto again	/* wake another one instead */
 	fi;
 out:
 	done++
 }
+
+#ifdef CLOSE
+/*
+ * wake_one until it finds nobody, then destroy and free. Every waiter has
+ * pushed before: as under a condition's mutex, nobody adds after the close.
+ */
+proctype Closer()
+{
+	byte n, s, h, l;
+
+	pushed == NW;
+again:
+	/* The fast path: head, then lock, no lock taken. */
+	h = top;
+	if
+	:: h == 0 ->
+#ifdef BUG_EMPTY_IGNORES_LOCK
+		goto destroy
+#else
+		l = qlock;
+		if
+		:: l == 0 -> goto destroy
+		:: else -> skip
+		fi
+#endif
+	:: else -> skip
+	fi;
+	lock();
+	if
+	:: top == 0 -> unlock(); goto destroy
+	:: else -> atomic { top--; n = stk[top] }; unlock()
+	fi;
+	atomic {
+		assert(!returned[n]);
+		s = state[n];
+		if
+		:: (s == WAITING || s == SLEEPING) -> state[n] = WAKEUP | TEARDOWN
+		:: else -> skip
+		fi
+	}
+	if
+	:: s == WAITING || s == SLEEPING -> wakes++
+	:: (s & TIMEDOUT) ->	/* LEFT may already be set */
+		(state[n] & LEFT);
+		atomic {
+			assert(!returned[n]);
+			state[n] = TIMEDOUT | LEFT | TEARDOWN
+		}
+	fi;
+	goto again;
+destroy:
+	/* urcu_wait_queue_quiesce(): no node, then the lock free. */
+	h = top;
+	assert(h == 0);
+#ifndef BUG_EMPTY_IGNORES_LOCK
+	(qlock == 0);
+#endif
+	freed = true;
+	done++
+}
+#endif
 
 init
 {
@@ -184,8 +268,16 @@ init
 		for (i : 0 .. NK - 1) {
 			run Waker()
 		}
+#ifdef CLOSE
+		run Closer()
+#endif
 	}
+#ifdef CLOSE
+	done == NW + NK + 1;
+	assert(freed);
+#else
 	done == NW + NK;
+#endif
 	assert(wakes == woke);
 	assert(top == 0)
 }

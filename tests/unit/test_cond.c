@@ -12,6 +12,9 @@
 #include <unistd.h>
 #include <urcu/uatomic.h>
 #include <urcu/cond.h>
+#include <urcu/mutex.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 
 #include "tap.h"
 
@@ -331,14 +334,118 @@ static void test_broadcast_sizes(void)
 		"woken, none hung (%d sizes wrong, %d threads hung)", bad, hung);
 }
 
+/*
+ * A urcu_mutex owner asleep in a condition wait (or an event-count wait)
+ * counts as blocked (urcu_mutex_blocking_begin/end() around the futex
+ * sleep): a waiter for that mutex whose only owner-running signal is
+ * "blocked" stops spinning and sleeps, long before its 2 s spin cap.
+ */
+static struct urcu_mutex ob_mutex;
+static pthread_mutex_t ob_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct urcu_cond ob_cond;
+static struct urcu_ec ob_ec;
+static int ob_go, ob_use_ec;
+static pid_t ob_tid[2];
+
+static void *ob_owner(void *arg)
+{
+	uint32_t key;
+
+	(void) arg;
+	urcu_mutex_lock(&ob_mutex);
+	uatomic_set(&ob_tid[0], (pid_t) syscall(SYS_gettid));
+	if (ob_use_ec) {
+		while (!uatomic_read(&ob_go)) {
+			key = urcu_ec_prepare(&ob_ec);
+			if (uatomic_read(&ob_go))
+				break;
+			urcu_ec_wait(&ob_ec, key, NULL);
+		}
+	} else {
+		pthread_mutex_lock(&ob_lock);
+		while (!ob_go)
+			urcu_cond_wait(&ob_cond, &ob_lock);
+		pthread_mutex_unlock(&ob_lock);
+	}
+	urcu_mutex_unlock(&ob_mutex);
+	return NULL;
+}
+
+static void *ob_waiter(void *arg)
+{
+	(void) arg;
+	uatomic_set(&ob_tid[1], (pid_t) syscall(SYS_gettid));
+	urcu_mutex_lock(&ob_mutex);
+	urcu_mutex_unlock(&ob_mutex);
+	return NULL;
+}
+
+/* Wait up to @ms for thread @tid to be asleep (state S in /proc). */
+static bool asleep_within(pid_t tid, int ms)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int) tid);
+	for (i = 0; i < ms; i++) {
+		f = fopen(path, "r");
+		if (f) {
+			p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+			fclose(f);
+			if (p && p[1] == ' ' && p[2] == 'S')
+				return true;
+		}
+		usleep(1000);
+	}
+	return false;
+}
+
+static void test_owner_blocked(int use_ec)
+{
+	struct urcu_mutex_attr attr;
+	pthread_t owner, waiter;
+	bool owner_asleep, waiter_asleep;
+
+	urcu_mutex_attr_init(&attr);
+	attr.owner_signals = URCU_MUTEX_OWNER_BLOCKED;
+	attr.spin_ns = 2000000000U;
+	urcu_mutex_init(&ob_mutex, &attr);
+	ob_go = 0;
+	ob_use_ec = use_ec;
+	ob_tid[0] = ob_tid[1] = 0;
+	pthread_create(&owner, NULL, ob_owner, NULL);
+	while (!uatomic_read(&ob_tid[0]))
+		usleep(1000);
+	owner_asleep = asleep_within(ob_tid[0], 5000);
+	pthread_create(&waiter, NULL, ob_waiter, NULL);
+	while (!uatomic_read(&ob_tid[1]))
+		usleep(1000);
+	/* Half the spin cap: a waiter that spun on would still be running. */
+	waiter_asleep = owner_asleep && asleep_within(ob_tid[1], 1000);
+	pthread_mutex_lock(&ob_lock);
+	uatomic_set(&ob_go, 1);
+	urcu_cond_signal(&ob_cond);
+	pthread_mutex_unlock(&ob_lock);
+	urcu_ec_notify(&ob_ec);
+	pthread_join(owner, NULL);
+	pthread_join(waiter, NULL);
+	ok(waiter_asleep, "a urcu_mutex owner asleep in %s is seen blocked: "
+		"its waiter sleeps instead of spinning (owner asleep: %d)",
+		use_ec ? "urcu_ec_wait()" : "urcu_cond_wait()", owner_asleep);
+	urcu_mutex_destroy(&ob_mutex);
+}
+
 int main(void)
 {
-	plan_tests(39);
+	plan_tests(41);
 	test_errors();
 	test_timeouts();
 	test_signal_broadcast();
 	test_broadcast_sizes();
 	test_wait_ops();
 	test_ec();
+	test_owner_blocked(0);
+	test_owner_blocked(1);
 	return exit_status();
 }

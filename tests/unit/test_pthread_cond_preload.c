@@ -188,6 +188,59 @@ static void test_timeouts(void)
 	}
 }
 
+/*
+ * Deadlines glibc 2.36 treats specially, checked on both faces (this
+ * program also runs against glibc): tv_nsec outside [0, 1e9) is EINVAL
+ * before anything else (the mutex is not released); a negative tv_sec is
+ * a deadline long passed, not an error: the wait releases and re-acquires
+ * the mutex and returns ETIMEDOUT.
+ */
+static void test_bad_deadlines(void)
+{
+	static const struct timespec past[] = {
+		{ -1, 0 }, { -1, 999999999L }, { -1000000000L, 5 },
+	};
+	static const struct timespec bad[] = {
+		{ 0, -1 }, { 0, 1000000000L }, { -1, -1 }, { -1, 1000000000L },
+		{ 1, 2000000000L },
+	};
+	pthread_mutexattr_t ma;
+	pthread_mutex_t em;
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	unsigned int i;
+	int ret;
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&em, &ma);
+	pthread_mutexattr_destroy(&ma);
+	pthread_mutex_lock(&em);
+	for (i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+		ret = pthread_cond_timedwait(&c, &em, &past[i]);
+		ok(ret == ETIMEDOUT, "timedwait { %lld, %ld }: ETIMEDOUT (%d)",
+			(long long) past[i].tv_sec, past[i].tv_nsec, ret);
+		ret = pthread_cond_clockwait(&c, &em, CLOCK_MONOTONIC, &past[i]);
+		ok(ret == ETIMEDOUT, "clockwait MONOTONIC { %lld, %ld }: "
+			"ETIMEDOUT (%d)", (long long) past[i].tv_sec,
+			past[i].tv_nsec, ret);
+		ok(pthread_mutex_lock(&em) == EDEADLK, "the mutex is held after");
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ret = pthread_cond_timedwait(&c, &em, &bad[i]);
+		ok(ret == EINVAL, "timedwait { %lld, %ld }: EINVAL (%d)",
+			(long long) bad[i].tv_sec, bad[i].tv_nsec, ret);
+		ret = pthread_cond_clockwait(&c, &em, CLOCK_REALTIME, &bad[i]);
+		ok(ret == EINVAL, "clockwait REALTIME { %lld, %ld }: EINVAL (%d)",
+			(long long) bad[i].tv_sec, bad[i].tv_nsec, ret);
+		ok(pthread_mutex_lock(&em) == EDEADLK, "the mutex is held after");
+	}
+	ok(pthread_cond_clockwait(&c, &em, CLOCK_PROCESS_CPUTIME_ID, &past[0])
+		== EINVAL, "clockwait on a CPU clock with a past deadline: EINVAL");
+	pthread_mutex_unlock(&em);
+	ok(pthread_cond_destroy(&c) == 0, "nobody left on the condition");
+	pthread_mutex_destroy(&em);
+}
+
 /* Cancellation. */
 static pthread_mutex_t emutex;
 
@@ -409,6 +462,7 @@ int main(void)
 	test_preloaded();
 	test_signal_broadcast();
 	test_timeouts();
+	test_bad_deadlines();
 	test_cancel();
 	test_destroy_after_broadcast();
 	test_pshared();
