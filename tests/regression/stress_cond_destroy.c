@@ -949,19 +949,12 @@ static void fk_worker(struct stress_thread *t)
 	}
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN	1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN	1
-#endif
-#endif
 
 static void test_fork(void)
 {
 	struct stress_report rep;
 
-#ifdef UNDER_ASAN
+#if STRESS_UNDER_ASAN
 	/*
 	 * gcc 12's AddressSanitizer allocator has no fork handlers: a child
 	 * forked while another thread held its lock hangs in its first

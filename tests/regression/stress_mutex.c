@@ -353,21 +353,6 @@ static void phase_lifecycle(unsigned int signals, const char *what)
 
 #define FORK_CHILD_MS	10000
 
-/*
- * GCC 12's AddressSanitizer does not take its allocator locks around
- * fork(): a thread created in the child can hang in ASan's allocator on a
- * lock another parent thread held. Under ASan the child skips that step.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN	1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN	1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN	0
-#endif
 #define FORK_CHILD_LOOPS	200
 
 static struct {
@@ -432,13 +417,13 @@ static int fork_child_steps(void)
 		return 6;
 	/* A new thread takes an id in the child: the registry must work. */
 	a.nm = &nm;
-	if (!UNDER_ASAN && pthread_create(&th, NULL, fork_child_thread, &a))
+	if (!STRESS_UNDER_ASAN && pthread_create(&th, NULL, fork_child_thread, &a))
 		return 7;
 	fork_child_thread(&a);
-	if (!UNDER_ASAN)
+	if (!STRESS_UNDER_ASAN)
 		pthread_join(th, NULL);
-	if (fk.counter[0] != before + (2 - UNDER_ASAN) * FORK_CHILD_LOOPS
-			|| a.done != (2 - UNDER_ASAN) * FORK_CHILD_LOOPS)
+	if (fk.counter[0] != before + (2 - STRESS_UNDER_ASAN) * FORK_CHILD_LOOPS
+			|| a.done != (2 - STRESS_UNDER_ASAN) * FORK_CHILD_LOOPS)
 		return 8;
 	if (urcu_mutex_destroy(&nm))
 		return 9;

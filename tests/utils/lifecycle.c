@@ -17,16 +17,6 @@
 #include "lifecycle.h"
 #include "tap.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN	1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN	1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN	0
-#endif
 
 /* Blocks kept: long enough for a late write to land, bounded memory. */
 #define RING_SIZE	4096
@@ -81,7 +71,7 @@ void stress_quarantine(void *p, size_t size, const void *image)
 	if (!p)
 		return;
 	uatomic_inc(&retired);
-	if (UNDER_ASAN) {
+	if (STRESS_UNDER_ASAN) {
 		free(p);
 		return;
 	}

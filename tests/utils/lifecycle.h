@@ -23,6 +23,23 @@
 
 #include <stddef.h>
 
+/*
+ * STRESS_UNDER_ASAN: 1 in an AddressSanitizer build. GCC 12's ASan takes no
+ * allocator locks around fork(), so a fork child that creates a thread can
+ * hang inside ASan on a lock another parent thread held: the tortures'
+ * children skip that step there.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define STRESS_UNDER_ASAN	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRESS_UNDER_ASAN	1
+#endif
+#endif
+#ifndef STRESS_UNDER_ASAN
+#define STRESS_UNDER_ASAN	0
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
