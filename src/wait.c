@@ -374,6 +374,11 @@ static bool queue_idle(struct urcu_wait_queue *q)
 {
 	if (!queue_no_node(q))
 		return false;
+	/*
+	 * Head before lock. Pairs with the cmpxchg in queue_lock() (taken
+	 * before the withdrawing waiter's head cmpxchg) and with the barrier
+	 * in queue_unlock() before its release store.
+	 */
 	cmm_smp_rmb();
 	return CMM_LOAD_SHARED(q->lock) == 0;
 }
@@ -382,7 +387,10 @@ bool urcu_wait_queue_empty(struct urcu_wait_queue *q)
 {
 	bool idle = queue_idle(q);
 
-	/* The caller may free the queue: after the loads above. */
+	/*
+	 * The caller may free the queue: its stores come after the loads
+	 * above. Pairs with the barrier in queue_unlock().
+	 */
 	cmm_smp_mb();
 	return idle;
 }
