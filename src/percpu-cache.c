@@ -18,6 +18,7 @@
 
 #include <urcu/percpu/cache.h>
 #include "common.h"
+#include "percpu-fork.h"
 
 #define BUSY		((intptr_t) &urcu_percpu_freelist_busy)
 #define SLAB_MIN	((size_t) 256 << 10)
@@ -602,4 +603,17 @@ int urcu_percpu_cache_destroy(struct urcu_percpu_cache *c)
 	pthread_mutex_destroy(&p->drain_lock);
 	free(p);
 	return 0;
+}
+
+/* fork(): see percpu-fork.h. Nothing yet. */
+void urcu_rseq_cache_fork_prepare(void)
+{
+}
+
+void urcu_rseq_cache_fork_parent(void)
+{
+}
+
+void urcu_rseq_cache_fork_child(void)
+{
 }

@@ -15,6 +15,7 @@
 
 #include <urcu/percpu/counter.h>
 #include "common.h"
+#include "percpu-fork.h"
 
 static pthread_mutex_t counter_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct urcu_percpu_pool *counter_pools[2];	/* [0] CPU, [1] mm_cid */
@@ -193,4 +194,17 @@ intptr_t urcu_percpu_counter_read_reset(struct urcu_percpu_counter *c)
 	sum += uatomic_xchg(&c->fallback, 0);
 	pthread_mutex_unlock(lock);
 	return sum;
+}
+
+/* fork(): see percpu-fork.h. Nothing yet. */
+void urcu_rseq_counter_fork_prepare(void)
+{
+}
+
+void urcu_rseq_counter_fork_parent(void)
+{
+}
+
+void urcu_rseq_counter_fork_child(void)
+{
 }

@@ -12,6 +12,7 @@
 
 #include <urcu/percpu/freelist.h>
 #include "common.h"
+#include "percpu-fork.h"
 
 struct urcu_percpu_freelist_node urcu_percpu_freelist_busy = {
 	&urcu_percpu_freelist_busy
@@ -306,4 +307,17 @@ struct urcu_percpu_freelist_node *urcu_percpu_freelist_pop_slow(
 	if (n || urcu_rseq_index(fl->mode) >= 0)
 		return n;
 	return steal(fl);
+}
+
+/* fork(): see percpu-fork.h. Nothing yet. */
+void urcu_rseq_freelist_fork_prepare(void)
+{
+}
+
+void urcu_rseq_freelist_fork_parent(void)
+{
+}
+
+void urcu_rseq_freelist_fork_child(void)
+{
 }

@@ -10,6 +10,7 @@
 
 #include <urcu/percpu/lock.h>
 #include "common.h"
+#include "percpu-fork.h"
 
 struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 {
@@ -336,4 +337,17 @@ void urcu_percpu_unlock_all(struct urcu_percpu_lock *l)
 	}
 	for (i = 0; i < l->nr_shards; i++)
 		urcu_percpu_unlock(l, i);
+}
+
+/* fork(): see percpu-fork.h. Nothing yet. */
+void urcu_rseq_lock_fork_prepare(void)
+{
+}
+
+void urcu_rseq_lock_fork_parent(void)
+{
+}
+
+void urcu_rseq_lock_fork_child(void)
+{
 }

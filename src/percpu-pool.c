@@ -21,6 +21,7 @@
 
 #include <urcu/percpu/pool.h>
 #include "common.h"
+#include "percpu-fork.h"
 
 #define BITS_PER_WORD	(sizeof(unsigned long) * CHAR_BIT)
 
@@ -308,4 +309,17 @@ int urcu_percpu_pool_nr_index(const struct urcu_percpu_pool *pool)
 size_t urcu_percpu_pool_item_size(const struct urcu_percpu_pool *pool)
 {
 	return pool ? pool->item_size : 0;
+}
+
+/* fork(): see percpu-fork.h. Nothing yet. */
+void urcu_rseq_pool_fork_prepare(void)
+{
+}
+
+void urcu_rseq_pool_fork_parent(void)
+{
+}
+
+void urcu_rseq_pool_fork_child(void)
+{
 }
