@@ -106,6 +106,7 @@ void urcu_percpu_unlock_slow(struct urcu_percpu_lock *l, int cpu)
 	_urcu_percpu_lock_release_fence();	/* R: pairs with A and C's cmpxchg */
 	CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
 	if (v == _URCU_PERCPU_LOCK_CAS) {
+		urcu_rseq_fi_point();
 		/* M2: the release is visible before our unit of @remote goes. */
 		cmm_smp_mb__before_uatomic_dec();
 		uatomic_dec(&s->remote);
