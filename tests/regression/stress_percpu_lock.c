@@ -683,14 +683,13 @@ static void lc_retire(struct lc_obj *o)
 	if (o->value != o->planned)
 		uatomic_inc(&lc.bad_value);
 	/*
-	 * Other unlockers may still be on their way out of unlock; a late
-	 * decrement that landed in this lock while it lived pushed a remote
-	 * count below its rest value.
+	 * Other unlockers may still be on their way out of unlock (a shard
+	 * still held by an unlock_all past the guarding shard, a remote unit
+	 * not yet given back); a late decrement that landed in this lock
+	 * while it lived pushed a remote count below its rest value.
 	 */
 	for (i = 0; i < o->nr; i++)
-		if (CMM_LOAD_SHARED(o->l->shards[i].lock) != _URCU_PERCPU_LOCK_FREE
-				|| uatomic_read(&o->l->shards[i].remote)
-					< rest_of(o->l))
+		if (uatomic_read(&o->l->shards[i].remote) < rest_of(o->l))
 			uatomic_inc(&lc.bad_rest);
 	urcu_percpu_lock_destroy(o->l);
 	/* Most often the very block just freed: poisoned and watched. */
