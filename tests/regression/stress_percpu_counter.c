@@ -148,8 +148,25 @@ static int fk_child(void *arg)
 	return bad != 0;
 }
 
+/*
+ * The forking thread keeps the storm's signal blocked (the others take
+ * it): fork() starts over when a signal arrives while it copies the
+ * process, and under the storm it would hardly ever finish.
+ */
+static void fk_block_storm(struct stress_thread *t)
+{
+	sigset_t set;
+
+	if (t->id != 0)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, STRESS_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
 static void fk_worker(struct stress_thread *t)
 {
+	fk_block_storm(t);
 	while (!stress_should_stop(t)) {
 		if (t->id == 0) {
 			switch (stress_fork_check(fk_child, NULL, 10000)) {

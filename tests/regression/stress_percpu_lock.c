@@ -503,8 +503,25 @@ static void fk_fork(struct stress_thread *st)
 	usleep(stress_rand_below(st, 1000));
 }
 
+/*
+ * The forking thread keeps the storm's signal blocked (the others take
+ * it): fork() starts over when a signal arrives while it copies the
+ * process, and under the storm it would hardly ever finish.
+ */
+static void fk_block_storm(struct stress_thread *st)
+{
+	sigset_t set;
+
+	if (st->id != 0)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, STRESS_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
 static void fk_worker(struct stress_thread *st)
 {
+	fk_block_storm(st);
 	while (!stress_should_stop(st)) {
 		if (st->id == 0) {
 			fk_fork(st);
