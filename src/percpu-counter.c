@@ -196,15 +196,43 @@ intptr_t urcu_percpu_counter_read_reset(struct urcu_percpu_counter *c)
 	return sum;
 }
 
-/* fork(): see percpu-fork.h. Nothing yet. */
+/*
+ * fork(): see percpu-fork.h. A child must not inherit a reset lock or the
+ * pools lock held by a thread it does not have: take them all, so that
+ * fork() waits for the read_resets and the creations in progress. No
+ * thread holds one of them while it takes another (create takes the pools
+ * lock, then the pool's own lock, which the pool hook takes after us;
+ * read_reset holds its reset lock and nothing else), so any order will
+ * do; the child, which holds them all, gets them fresh.
+ *
+ * What the child's counters hold: every add of a parent thread was one
+ * rseq commit or one atomic instruction, so each add in flight at fork()
+ * is in the child's counter entirely or not at all, and no read_reset is
+ * half done (the forking thread waited for it).
+ */
 void urcu_rseq_counter_fork_prepare(void)
 {
+	int i;
+
+	pthread_mutex_lock(&counter_pools_lock);
+	for (i = 0; i < RESET_LOCKS; i++)
+		pthread_mutex_lock(&reset_locks[i]);
 }
 
 void urcu_rseq_counter_fork_parent(void)
 {
+	int i;
+
+	for (i = RESET_LOCKS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&reset_locks[i]);
+	pthread_mutex_unlock(&counter_pools_lock);
 }
 
 void urcu_rseq_counter_fork_child(void)
 {
+	int i;
+
+	for (i = 0; i < RESET_LOCKS; i++)
+		pthread_mutex_init(&reset_locks[i], NULL);
+	pthread_mutex_init(&counter_pools_lock, NULL);
 }

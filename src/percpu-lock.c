@@ -5,16 +5,45 @@
  * are in include/urcu/percpu/lock.h.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <urcu/list.h>
 
 #include <urcu/percpu/lock.h>
 #include "common.h"
 #include "percpu-fork.h"
 
+/* The public structure and what only this file sees. */
+struct lock_priv {
+	struct urcu_percpu_lock pub;
+	struct cds_list_head node;	/* in live_locks */
+	/*
+	 * unlock_all() calls between their first releasing store and their
+	 * last access to the lock: destroy waits for them (lock_destroy()).
+	 */
+	unsigned long releasing;
+};
+
+/* Every lock between create and destroy, for the fork hooks. */
+static pthread_mutex_t live_locks_lock = PTHREAD_MUTEX_INITIALIZER;
+static CDS_LIST_HEAD(live_locks);
+
+static struct lock_priv *priv_of(struct urcu_percpu_lock *l)
+{
+	return caa_container_of(l, struct lock_priv, pub);
+}
+
+/* What @remote rests at with no request: see urcu_percpu_lock_create(). */
+static intptr_t remote_rest(struct urcu_percpu_lock *l)
+{
+	return l->fast ? 0 : 1;
+}
+
 struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 {
 	struct urcu_percpu_lock *l;
+	struct lock_priv *lp;
 	void *mem;
 	int nr, i;
 
@@ -22,13 +51,14 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 		errno = EINVAL;
 		return NULL;
 	}
-	l = calloc(1, sizeof(*l));
-	if (!l)
+	lp = calloc(1, sizeof(*lp));
+	if (!lp)
 		return NULL;
+	l = &lp->pub;
 	nr = urcu_rseq_nr_cpus();
 	if (posix_memalign(&mem, CAA_CACHE_LINE_SIZE,
 			(size_t) nr * sizeof(struct urcu_percpu_lock_shard))) {
-		free(l);
+		free(lp);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -54,17 +84,61 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 	if (!l->fast)
 		for (i = 0; i < nr; i++)
 			l->shards[i].remote = 1;
+	pthread_mutex_lock(&live_locks_lock);
+	cds_list_add(&lp->node, &live_locks);
+	pthread_mutex_unlock(&live_locks_lock);
 	/* Publish the zeroed words before the lock pointer is shared. */
 	cmm_smp_wmb();
 	return l;
 }
 
+/*
+ * The last user may destroy the lock as soon as its own unlock returned
+ * (it dropped the last reference under the lock), while the thread that
+ * held the shard before it is still on its way out of unlock: between its
+ * releasing store and the decrement of @remote (urcu_percpu_unlock_slow())
+ * or between its first and its last shard (urcu_percpu_unlock_all()).
+ * Those late accesses are each the last one of their call, and counted:
+ * wait until they are done. A held shard is not waited for: destroying a
+ * lock with a holder is a misuse, except in a fork() child, where a shard
+ * held by a thread of the parent stays held for ever.
+ */
+static void wait_releasers(struct urcu_percpu_lock *l)
+{
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+	struct lock_priv *lp = priv_of(l);
+	intptr_t rest = remote_rest(l);
+	int i;
+
+	while (uatomic_read(&lp->releasing))
+		urcu_rseq_backoff(&b);
+	for (i = 0; i < l->nr_shards; i++) {
+		struct urcu_percpu_lock_shard *s = &l->shards[i];
+
+		while (CMM_LOAD_SHARED(s->lock) == _URCU_PERCPU_LOCK_FREE
+				&& uatomic_read(&s->remote) > rest)
+			urcu_rseq_backoff(&b);
+	}
+	/*
+	 * Their accesses before the free, and whatever reuses the memory.
+	 * Pairs with the barrier before each decrement we waited for.
+	 */
+	cmm_smp_mb();
+}
+
 void urcu_percpu_lock_destroy(struct urcu_percpu_lock *l)
 {
+	struct lock_priv *lp;
+
 	if (!l)
 		return;
+	lp = priv_of(l);
+	wait_releasers(l);
+	pthread_mutex_lock(&live_locks_lock);
+	cds_list_del(&lp->node);
+	pthread_mutex_unlock(&live_locks_lock);
 	free(l->shards);
-	free(l);
+	free(lp);
 }
 
 int urcu_percpu_lock_nr_shards(struct urcu_percpu_lock *l)
@@ -106,7 +180,12 @@ void urcu_percpu_unlock_slow(struct urcu_percpu_lock *l, int cpu)
 	_urcu_percpu_lock_release_fence();	/* R: pairs with A and C's cmpxchg */
 	CMM_STORE_SHARED(s->lock, _URCU_PERCPU_LOCK_FREE);
 	if (v == _URCU_PERCPU_LOCK_CAS) {
-		/* M2: the release is visible before our unit of @remote goes. */
+		urcu_rseq_fi_point();
+		/*
+		 * M2: the release is visible before our unit of @remote goes.
+		 * Also: our last access to the lock, which destroy waits for
+		 * (wait_releasers()); nothing of @l may be touched after it.
+		 */
 		cmm_smp_mb__before_uatomic_dec();
 		uatomic_dec(&s->remote);
 	}
@@ -329,25 +408,68 @@ void urcu_percpu_lock_all(struct urcu_percpu_lock *l)
 
 void urcu_percpu_unlock_all(struct urcu_percpu_lock *l)
 {
+	struct lock_priv *lp;
 	int i;
 
 	if (!l) {
 		urcu_percpu_lock_bad_shard(l, -1, "urcu_percpu_unlock_all");
 		return;
 	}
+	lp = priv_of(l);
+	/*
+	 * Once shard 0 is free, its next holder may be the last user and
+	 * destroy the lock while we still release the others: count us, so
+	 * that destroy waits (wait_releasers()). The count is visible before
+	 * the first release (pairs with the acquire of that next holder).
+	 */
+	uatomic_inc(&lp->releasing);
+	cmm_smp_mb__after_uatomic_inc();
 	for (i = 0; i < l->nr_shards; i++)
 		urcu_percpu_unlock(l, i);
+	urcu_rseq_fi_point();
+	/* Our last access to the lock; every release before it. */
+	cmm_smp_mb__before_uatomic_dec();
+	uatomic_dec(&lp->releasing);
 }
 
-/* fork(): see percpu-fork.h. Nothing yet. */
+/*
+ * fork(): see percpu-fork.h. The child has one thread, the forking one;
+ * the other threads' requests and releases in flight vanish with them.
+ * Their units of @remote would keep the fast path of their shards off
+ * for ever, and their unlock_all counts would make destroy wait for ever:
+ * the child keeps only what a holder accounts for. A shard taken by
+ * compare-and-swap carries its holder's unit; if that holder is the
+ * forking thread it gives it back in unlock, and otherwise the shard stays
+ * held in the child (its holder is gone, like any lock held by another
+ * thread at fork()), its unit with it. Every other shard rests.
+ */
 void urcu_rseq_lock_fork_prepare(void)
 {
+	/* No lock is added or removed while the list is copied. */
+	pthread_mutex_lock(&live_locks_lock);
 }
 
 void urcu_rseq_lock_fork_parent(void)
 {
+	pthread_mutex_unlock(&live_locks_lock);
 }
 
 void urcu_rseq_lock_fork_child(void)
 {
+	struct lock_priv *lp;
+	int i;
+
+	cds_list_for_each_entry(lp, &live_locks, node) {
+		struct urcu_percpu_lock *l = &lp->pub;
+
+		lp->releasing = 0;
+		if (!l->fast)
+			continue;	/* @remote is a constant 1 */
+		for (i = 0; i < l->nr_shards; i++) {
+			struct urcu_percpu_lock_shard *s = &l->shards[i];
+
+			s->remote = s->lock == _URCU_PERCPU_LOCK_CAS ? 1 : 0;
+		}
+	}
+	pthread_mutex_init(&live_locks_lock, NULL);
 }

@@ -2,7 +2,9 @@
 /*
  * Per-CPU spinlock API: creation and bad input, lock/trylock/unlock on the
  * local and the remote path, lock_all excluding every other locker, and a
- * short mutual-exclusion run with more threads than CPUs.
+ * short mutual-exclusion run with more threads than CPUs; fork() while a
+ * remote request of another thread is pending on a shard the forking
+ * thread holds.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 
 #include "tap.h"
 #include "stress.h"
+#include "lifecycle.h"
 
 struct trylock_arg {
 	struct urcu_percpu_lock *l;
@@ -224,13 +227,78 @@ static void test_mutual_exclusion(void)
 	urcu_percpu_lock_destroy(m.l);
 }
 
+/*
+ * fork() while the forking thread holds shard 0 and another thread waits
+ * for it on the remote path: in the child, that request is gone; the
+ * forking thread unlocks, and every shard must be back at rest (a
+ * leftover remote count would keep the fast path off for good).
+ */
+static struct urcu_percpu_lock *fp_lock;
+
+static void *fp_waiter(void *arg)
+{
+	(void) arg;
+	urcu_percpu_lock_cpu(fp_lock, 0);
+	urcu_percpu_unlock(fp_lock, 0);
+	return NULL;
+}
+
+static int fp_child(void *arg)
+{
+	struct urcu_percpu_lock *l = fp_lock;
+	intptr_t rest = l->fast ? 0 : 1;
+	int i, bad = 0;
+
+	(void) arg;
+	urcu_percpu_unlock(l, 0);
+	for (i = 0; i < l->nr_shards; i++)
+		if (l->shards[i].lock || l->shards[i].remote != rest)
+			bad++;
+	urcu_percpu_lock_all(l);
+	urcu_percpu_unlock_all(l);
+	i = urcu_percpu_lock(l);
+	urcu_percpu_unlock(l, i);
+	urcu_percpu_lock_destroy(l);
+	return bad;
+}
+
+static void test_fork_pending(void)
+{
+	enum stress_fork_result r;
+	intptr_t want;
+	pthread_t t;
+
+	fp_lock = urcu_percpu_lock_create(0);
+	if (!fp_lock)
+		bail_out("urcu_percpu_lock_create");
+	urcu_percpu_lock_cpu(fp_lock, 0);
+	/* Our own unit when we took it by compare-and-swap, plus the waiter's. */
+	want = (fp_lock->shards[0].lock == _URCU_PERCPU_LOCK_CAS) + 1;
+	if (pthread_create(&t, NULL, fp_waiter, NULL))
+		bail_out("pthread_create");
+	if (fp_lock->fast)
+		while (uatomic_read(&fp_lock->shards[0].remote) < want)
+			usleep(100);
+	else
+		usleep(10000);	/* no remote count to see: most likely waiting */
+	r = stress_fork_check(fp_child, NULL, 10000);
+	urcu_percpu_unlock(fp_lock, 0);
+	pthread_join(t, NULL);
+	urcu_percpu_lock_destroy(fp_lock);
+	ok(r == STRESS_FORK_OK, "fork holding shard 0 while another thread "
+		"waits for it remotely: the child unlocks, every shard at rest, "
+		"lock_all, lock, destroy (%s)", r == STRESS_FORK_OK ? "ok" :
+		r == STRESS_FORK_HUNG ? "hung" : "failed");
+}
+
 int main(void)
 {
-	plan_tests(4 + 9 + 9 + 6 + 1);
+	plan_tests(4 + 9 + 9 + 6 + 1 + 1);
 	test_create();
 	test_basic(0, "cpu");
 	test_basic(URCU_PERCPU_MM_CID, "mm_cid");
 	test_bad_index();
 	test_mutual_exclusion();
+	test_fork_pending();
 	return exit_status();
 }

@@ -20,7 +20,11 @@
  *   previous read_reset (or creation): over any run, the sum of every
  *   read_reset plus a final read taken once the adders have stopped equals
  *   the sum of every add. Not from a signal handler.
- * - create/destroy: destroy only once no other call on the counter runs.
+ * - create/destroy: destroy only once no other call on the counter runs
+ *   (no call touches the counter after it returned).
+ * - fork(): handled by the library (pthread_atfork): fork waits for the
+ *   read_resets and creations in progress; in the child every counter
+ *   works, each add in flight in another thread counted wholly or not.
  *
  * Three ways to add, chosen per call (rseq) or per counter (atomic):
  *

@@ -24,7 +24,15 @@
  * - None of them from a signal handler that interrupted a holder. A thread
  *   holds at most one shard, or takes several in increasing index order
  *   (lock_all does): otherwise two threads can deadlock.
- * - create/destroy: destroy only when no thread uses the lock.
+ * - urcu_percpu_unlock() may also be called by a thread the holder handed
+ *   the shard to: the lock records no owner (a holder may exit holding).
+ * - create/destroy: destroy once no lock call runs and every shard has
+ *   been unlocked; unlockers may still be returning (destroy waits for
+ *   their last access), so the last user may unlock and destroy at once.
+ * - fork(): handled by the library (pthread_atfork). In the child a shard
+ *   held by another parent thread stays held (destroy does not wait for
+ *   it); the forking thread's shards are its own; the requests and
+ *   releases other threads had in progress are dropped (doc/percpu-lock.md).
  *
  * The lock words (one cache line per shard):
  *
