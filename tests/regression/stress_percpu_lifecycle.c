@@ -14,7 +14,10 @@
  *   child that has not ended after URCU_RSEQ_FORK_WATCHDOG_MS (default
  *   60 s) counts as hung. In the child every free object of the parent's
  *   cache is found exactly once, and no more are missing than the other
- *   threads held (each worker records what it holds).
+ *   threads held (each worker records what it holds); once the child has
+ *   freed the workers' recorded objects, all are found but the one each
+ *   worker may have had in its hands unrecorded, and destroy succeeds
+ *   exactly when none is missing.
  * - lifecycle: short-lived pools, free lists and caches, each shared by
  *   two threads and destroyed by whichever drops the last reference; the
  *   free list's nodes live in the shared box, which goes to the quarantine
@@ -283,53 +286,91 @@ static unsigned long workers_of(enum role r)
 }
 
 /*
- * The child's cache check: allocate until ENOMEM. Each object is found
- * once; free ones of the parent plus those the workers held (each may have
- * had one more in its hands, not yet recorded) make up max_objects. Then
- * free, drain, destroy (EBUSY is right when workers held objects).
+ * Allocate from @c until ENOMEM into @got (at most FK_CACHE_MAX + 1),
+ * marking each object; returns the count, or -1 if one came twice.
+ */
+static long alloc_all(struct urcu_percpu_cache *c, void **got)
+{
+	size_t sz = urcu_percpu_cache_obj_size(c);
+	unsigned char *o;
+	long found = 0;
+
+	while (found <= FK_CACHE_MAX && (o = urcu_percpu_cache_alloc(c))) {
+		/* The last byte is not the free list's: mark it. */
+		if (o[sz - 1] == 0xc3)
+			return -1;
+		o[sz - 1] = 0xc3;
+		got[found++] = o;
+	}
+	return found;
+}
+
+static void free_all(struct urcu_percpu_cache *c, void **got, long n)
+{
+	size_t sz = urcu_percpu_cache_obj_size(c);
+
+	while (n > 0) {
+		unsigned char *o = (unsigned char *) got[--n];
+
+		o[sz - 1] = 0;
+		urcu_percpu_cache_free(c, o);
+	}
+}
+
+/*
+ * The child's cache check. Every object free in the parent is free here:
+ * allocating until ENOMEM finds each once, and those plus what the workers
+ * recorded as held (each may have had one more in its hands, not recorded
+ * yet) make up max_objects. The child then frees the workers' objects,
+ * which it knows from their records: allocating until ENOMEM again must
+ * find all but the unrecorded ones. destroy must succeed exactly when
+ * nothing is missing (a debug build aborts on the EBUSY case: skipped).
  */
 static int child_cache(struct urcu_percpu_cache *c, enum role r)
 {
-	size_t sz = urcu_percpu_cache_obj_size(c);
-	unsigned long found = 0, held = recorded(r), dups = 0;
+	unsigned long held = recorded(r);
+	unsigned int w, i;
+	long found;
 	void **got;
-	unsigned char *o;
 	int ret;
 
 	got = calloc(FK_CACHE_MAX + 1, sizeof(*got));
 	if (!got)
 		return 10;
-	while (found <= FK_CACHE_MAX && (o = urcu_percpu_cache_alloc(c))) {
-		/* The last byte is not the free list's: mark it. */
-		if (o[sz - 1] == 0xc3)
-			dups++;
-		o[sz - 1] = 0xc3;
-		got[found++] = o;
-	}
-	if (dups || found > FK_CACHE_MAX) {
-		dprintf(2, "# fork child: cache %d: %lu objects handed out "
-			"twice, %lu found\n", (int) r, dups, found);
+	found = alloc_all(c, got);
+	if (found < 0 || found > FK_CACHE_MAX) {
+		dprintf(2, "# fork child: cache %d: an object handed out "
+			"twice or too many (%ld)\n", (int) r, found);
 		return 11;
 	}
-	if (found + held + workers_of(r) < FK_CACHE_MAX) {
-		dprintf(2, "# fork child: cache %d: %lu free + %lu held < %d: "
-			"%lu objects lost\n", (int) r, found, held,
-			FK_CACHE_MAX, FK_CACHE_MAX - found - held);
+	if ((unsigned long) found + held + workers_of(r) < FK_CACHE_MAX) {
+		dprintf(2, "# fork child: cache %d: %ld free + %lu held < %d: "
+			"objects lost\n", (int) r, found, held, FK_CACHE_MAX);
 		return 12;
 	}
-	while (found) {
-		o = (unsigned char *) got[--found];
-		o[sz - 1] = 0;
-		urcu_percpu_cache_free(c, o);
-	}
-	free(got);
+	free_all(c, got, found);
+	for (w = r; w < FK_WORKERS; w += NR_ROLES)
+		for (i = 0; i < FK_HOLD; i++)
+			urcu_percpu_cache_free(c, fk.held[w][i]);
 	if (urcu_percpu_cache_drain(c))
 		return 13;
-	ret = urcu_percpu_cache_destroy(c);
-	if (ret && errno != EBUSY)
+	found = alloc_all(c, got);
+	if (found < 0 || found > FK_CACHE_MAX
+			|| (unsigned long) found + workers_of(r) < FK_CACHE_MAX) {
+		dprintf(2, "# fork child: cache %d: %ld of %d objects after "
+			"the workers' were freed\n", (int) r, found,
+			FK_CACHE_MAX);
 		return 14;
-	if (!ret && held)
-		return 15;	/* objects of the workers vanished */
+	}
+	free_all(c, got, found);
+	free(got);
+#ifdef URCU_RSEQ_DEBUG
+	if (found < FK_CACHE_MAX)
+		return 0;
+#endif
+	ret = urcu_percpu_cache_destroy(c);
+	if (found == FK_CACHE_MAX ? ret != 0 : (ret == 0 || errno != EBUSY))
+		return 15;
 	return 0;
 }
 
@@ -404,7 +445,7 @@ static int child_fresh(void)
 static int fork_child(void *arg)
 {
 	size_t len = urcu_percpu_pool_item_size(fk.pool);
-	unsigned int gen = (unsigned int) (uintptr_t) arg;
+	unsigned int gen = (unsigned int) (uintptr_t) arg, i;
 	void *p;
 	int step;
 
@@ -413,8 +454,16 @@ static int fork_child(void *arg)
 	if (!p || !is_zero(p, len))
 		return 1;
 	urcu_percpu_free(p);
+	/* The worker's items, known from its record, are freed here. */
+	for (i = 0; i < FK_HOLD; i++) {
+		errno = 0;
+		urcu_percpu_free(fk.held[R_POOL][i]);
+		if (errno)
+			return 2;
+	}
+	/* EBUSY: the worker had one more in its hands, not recorded. */
 	if (urcu_percpu_pool_destroy(fk.pool) && errno != EBUSY)
-		return 2;
+		return 3;
 	step = child_freelist(fk.fl[0], gen);
 	if (!step)
 		step = child_freelist(fk.fl[1], gen);
