@@ -3,8 +3,14 @@
  * Per-CPU object cache: the depot, the slabs, spill and refill, drain. The
  * fast paths and the protocol are in include/urcu/percpu/cache.h.
  *
- * Everything here runs under cache->lock except the rseq sections on the
- * CPU lists (spill's pops, refill's install) and drain's remote takes.
+ * Everything here runs under cache->lock except the fast paths' rseq
+ * sections on the CPU lists and drain's remote takes (under drain_lock).
+ * A chain of free objects moving between a CPU list and the depot is
+ * never in a thread's hands with neither lock held: spill pops the CPU
+ * list under the lock, refill installs the rest of its batch under it, and
+ * taking the CPU lists back at max_objects happens under it. So a fork()
+ * (whose prepare hook takes both locks of every cache) sees each free
+ * object on a list or in the depot, never lost in transit.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <urcu/arch.h>
+#include <urcu/list.h>
 #include <urcu/uatomic.h>
 
 #include <urcu/percpu/cache.h>
@@ -45,7 +52,15 @@ struct cache_priv {
 	size_t cur;			/* slab being carved */
 	size_t nr_objects;		/* carved, not released */
 	struct urcu_percpu_counter *nr_refills, *nr_spills, *resident, *mapped;
+	struct cds_list_head registry_node;	/* in caches */
 };
+
+/*
+ * The live caches, for the fork hooks. caches_lock is never held while
+ * another lock is taken, except by the fork prepare hook.
+ */
+static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
+static CDS_LIST_HEAD(caches);
 
 static struct cache_priv *priv_of(struct urcu_percpu_cache *c)
 {
@@ -129,6 +144,9 @@ struct urcu_percpu_cache *urcu_percpu_cache_create(size_t obj_size,
 		goto fail;
 	p->pub.mode = p->pub.fl->mode == URCU_PERCPU_FREELIST_LOCKED ?
 		URCU_PERCPU_CACHE_LOCKED : p->pub.fl->mode;
+	pthread_mutex_lock(&caches_lock);
+	cds_list_add(&p->registry_node, &caches);
+	pthread_mutex_unlock(&caches_lock);
 	return &p->pub;
 fail:
 	urcu_percpu_freelist_destroy(p->pub.fl);
@@ -286,7 +304,12 @@ static node_t *carve(struct cache_priv *p, size_t want)
 	return chain;
 }
 
-/* Take every CPU list into the depot (depths not trusted). */
+/*
+ * Take every CPU list into the depot (depths not trusted). Called with
+ * p->lock held, so that the lists are never in transit at a fork; this
+ * runs only at max_objects, where holding the lock across the fences is
+ * the price of not failing an alloc while free objects exist.
+ */
 static void reclaim_cpu_lists(struct cache_priv *p)
 {
 	struct urcu_percpu_freelist *fl = p->pub.fl;
@@ -299,33 +322,34 @@ static void reclaim_cpu_lists(struct cache_priv *p)
 		if (!uatomic_read((intptr_t *) urcu_percpu_ptr(fl->heads, i)))
 			continue;
 		chain = (node_t *) urcu_percpu_freelist_pop_all_cpu(fl, i);
-		if (!chain)
-			continue;
-		pthread_mutex_lock(&p->lock);
-		depot_push_chain(p, chain);
-		pthread_mutex_unlock(&p->lock);
+		if (chain)
+			depot_push_chain(p, chain);
 	}
 }
 
-/* A chain from the depot or a slab; NULL + ENOMEM. Takes p->lock. */
+/*
+ * A chain from the depot or a slab, returned with p->lock held: the caller
+ * places what it does not keep before letting the lock go. NULL + ENOMEM,
+ * with the lock released.
+ */
 static node_t *get_chain(struct cache_priv *p, size_t want)
 {
 	node_t *chain;
-	int tries, at_max;
+	int tries;
 
+	pthread_mutex_lock(&p->lock);
 	for (tries = 0; tries < 2; tries++) {
-		pthread_mutex_lock(&p->lock);
 		chain = depot_pop_chain(p);
 		if (!chain)
 			chain = carve(p, want);
-		at_max = p->nr_objects >= p->max_objects;
-		pthread_mutex_unlock(&p->lock);
 		if (chain)
 			return chain;
-		if (!at_max || p->pub.mode == URCU_PERCPU_CACHE_LOCKED)
+		if (p->nr_objects < p->max_objects
+				|| p->pub.mode == URCU_PERCPU_CACHE_LOCKED)
 			break;	/* mmap failed, or no CPU list to take back */
 		reclaim_cpu_lists(p);
 	}
+	pthread_mutex_unlock(&p->lock);
 	errno = ENOMEM;
 	return NULL;
 }
@@ -379,11 +403,9 @@ void *urcu_percpu_cache_alloc_slow(struct urcu_percpu_cache *c)
 			if (!n)
 				return NULL;
 			rest = (node_t *) n->node.next;
-			if (rest) {
-				pthread_mutex_lock(&p->lock);
+			if (rest)
 				depot_push_chain(p, rest);
-				pthread_mutex_unlock(&p->lock);
-			}
+			pthread_mutex_unlock(&p->lock);
 		}
 		if (c->nr_allocs)
 			urcu_percpu_counter_inc(c->nr_allocs);
@@ -392,13 +414,11 @@ void *urcu_percpu_cache_alloc_slow(struct urcu_percpu_cache *c)
 	n = get_chain(p, p->batch);
 	if (!n)
 		return NULL;
-	urcu_percpu_counter_inc(p->nr_refills);
 	rest = (node_t *) n->node.next;
-	if (rest && install(p, rest) < 0) {
-		pthread_mutex_lock(&p->lock);
+	if (rest && install(p, rest) < 0)
 		depot_push_batch(p, rest);
-		pthread_mutex_unlock(&p->lock);
-	}
+	pthread_mutex_unlock(&p->lock);
+	urcu_percpu_counter_inc(p->nr_refills);
 	if (c->nr_allocs)
 		urcu_percpu_counter_inc(c->nr_allocs);
 	return n;
@@ -433,7 +453,12 @@ void urcu_percpu_cache_free_slow(struct urcu_percpu_cache *c, void *obj)
 	chain->node.next = NULL;
 	if (c->mode != URCU_PERCPU_CACHE_LOCKED
 			&& urcu_rseq_index(c->mode) >= 0) {
-		/* Full list: the freed object and a batch of the list leave. */
+		/*
+		 * Full list: the freed object and a batch of the list leave,
+		 * popped under the lock so that a fork never sees them gone
+		 * from the list and not yet in the depot.
+		 */
+		pthread_mutex_lock(&p->lock);
 		while (len < p->batch && (n = pop_local(c)) != NULL) {
 			n->node.next = link_of(chain);
 			chain = n;
@@ -441,7 +466,6 @@ void urcu_percpu_cache_free_slow(struct urcu_percpu_cache *c, void *obj)
 		}
 		for (n = chain, i = len; n; n = (node_t *) n->node.next, i--)
 			n->depth = i;
-		pthread_mutex_lock(&p->lock);
 		if (len >= p->batch)
 			depot_push_batch(p, chain);
 		else
@@ -589,6 +613,9 @@ int urcu_percpu_cache_destroy(struct urcu_percpu_cache *c)
 		errno = EBUSY;
 		return -1;
 	}
+	pthread_mutex_lock(&caches_lock);
+	cds_list_del(&p->registry_node);
+	pthread_mutex_unlock(&caches_lock);
 	for (i = 0; i < p->nr_slabs; i++)
 		munmap(p->slabs[i].base, p->slab_bytes);
 	free(p->slabs);
@@ -605,15 +632,50 @@ int urcu_percpu_cache_destroy(struct urcu_percpu_cache *c)
 	return 0;
 }
 
-/* fork(): see percpu-fork.h. Nothing yet. */
+/*
+ * fork(): see percpu-fork.h. The cache is the outermost of the per-CPU
+ * primitives: drain holds drain_lock while it takes the lock and its free
+ * list's locks, and the lock is held while the CPU lists are taken back at
+ * max_objects. prepare takes caches_lock, then each cache's drain_lock and
+ * lock, so that no drain, refill, spill or depot update is half done at
+ * the fork; the free list's hook then takes the list's locks.
+ *
+ * What the child loses: objects other threads held (allocated, or inside
+ * an alloc or free fast path whose section had not committed) stay
+ * allocated there and are never freed, so urcu_percpu_cache_destroy() of
+ * their cache fails with EBUSY in the child. Every object that was free
+ * (on a CPU list or in the depot) is free in the child.
+ */
 void urcu_rseq_cache_fork_prepare(void)
 {
+	struct cache_priv *p;
+
+	pthread_mutex_lock(&caches_lock);
+	cds_list_for_each_entry(p, &caches, registry_node) {
+		pthread_mutex_lock(&p->drain_lock);
+		pthread_mutex_lock(&p->lock);
+	}
 }
 
 void urcu_rseq_cache_fork_parent(void)
 {
+	struct cache_priv *p;
+
+	cds_list_for_each_entry(p, &caches, registry_node) {
+		pthread_mutex_unlock(&p->lock);
+		pthread_mutex_unlock(&p->drain_lock);
+	}
+	pthread_mutex_unlock(&caches_lock);
 }
 
 void urcu_rseq_cache_fork_child(void)
 {
+	struct cache_priv *p;
+
+	/* The forking thread holds them all: start them afresh. */
+	cds_list_for_each_entry(p, &caches, registry_node) {
+		pthread_mutex_init(&p->lock, NULL);
+		pthread_mutex_init(&p->drain_lock, NULL);
+	}
+	pthread_mutex_init(&caches_lock, NULL);
 }

@@ -13,10 +13,22 @@
  * - child: release or reinitialise them and repair what other threads
  *   left half done (the only thread of the child is the forking one).
  *
- * Order (outer first): cache, freelist, lock, counter, pool. A cache
- * allocates from the pool and may call into a freelist's locks while
- * holding its own; counters and locks take the pool lock for their
- * shards; nothing takes a cache lock while holding a pool lock.
+ * Order (outer first): cache, freelist, lock, counter, pool. Each hook
+ * takes its primitive's registry lock first, then the locks of each live
+ * object. The nestings that exist in the code, all outer to inner in this
+ * order:
+ * - cache drain_lock -> cache lock (drain);
+ * - cache drain_lock -> the cache's free list's remote, index and shared
+ *   locks (drain takes every list), and cache lock -> the same (refill at
+ *   max_objects takes the CPU lists back);
+ * - pool_lock is taken by urcu_percpu_zmalloc()/urcu_percpu_free(), which
+ *   the free list and counter call from create/destroy with none of their
+ *   own locks held; nothing is taken while pool_lock is held, so it is
+ *   innermost.
+ * Caches and free lists never call into per-CPU locks or counters while
+ * holding a lock, and per-CPU locks and counters never call into caches or
+ * free lists: the place of lock and counter between them is free, and the
+ * pool stays last for whatever of theirs takes it.
  */
 #ifndef _URCU_RSEQ_PERCPU_FORK_H
 #define _URCU_RSEQ_PERCPU_FORK_H

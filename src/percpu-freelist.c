@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <urcu/arch.h>
+#include <urcu/list.h>
 #include <urcu/uatomic.h>
 
 #include <urcu/percpu/freelist.h>
@@ -26,10 +27,17 @@ struct freelist_priv {
 	pthread_mutex_t shared_lock;
 	struct urcu_percpu_freelist_node *shared;
 	pthread_mutex_t *index_locks;		/* locked mode: one per index */
+	struct cds_list_head registry_node;	/* in freelists */
 };
 
+/*
+ * freelist_pools_lock protects the two pools and the registry of live free
+ * lists, which the fork hooks walk. It is never held while another lock is
+ * taken, except by the fork prepare hook.
+ */
 static pthread_mutex_t freelist_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct urcu_percpu_pool *freelist_pools[2];	/* [0] CPU, [1] mm_cid */
+static CDS_LIST_HEAD(freelists);
 
 static struct freelist_priv *priv_of(struct urcu_percpu_freelist *fl)
 {
@@ -87,6 +95,9 @@ struct urcu_percpu_freelist *urcu_percpu_freelist_create(unsigned int flags)
 	/* Without the fence the remote protocol cannot work: lock instead. */
 	if (!urcu_rseq_fence_available())
 		p->pub.mode = URCU_PERCPU_FREELIST_LOCKED;
+	pthread_mutex_lock(&freelist_pools_lock);
+	cds_list_add(&p->registry_node, &freelists);
+	pthread_mutex_unlock(&freelist_pools_lock);
 	return &p->pub;
 fail:
 	urcu_percpu_free(p->pub.heads);
@@ -103,6 +114,9 @@ void urcu_percpu_freelist_destroy(struct urcu_percpu_freelist *fl)
 	if (!fl)
 		return;
 	p = priv_of(fl);
+	pthread_mutex_lock(&freelist_pools_lock);
+	cds_list_del(&p->registry_node);
+	pthread_mutex_unlock(&freelist_pools_lock);
 	if (p->index_locks) {
 		for (i = 0; i < fl->nr_index; i++)
 			pthread_mutex_destroy(&p->index_locks[i]);
@@ -309,15 +323,60 @@ struct urcu_percpu_freelist_node *urcu_percpu_freelist_pop_slow(
 	return steal(fl);
 }
 
-/* fork(): see percpu-fork.h. Nothing yet. */
+/*
+ * fork(): see percpu-fork.h. prepare takes the registry lock, then every
+ * live free list's remote, index and shared locks (no code path holds two
+ * of these at once, so their order among themselves is free); a cache's
+ * locks, taken by the cache's hook before these, are the only ones held
+ * while any of them is taken.
+ *
+ * With the remote lock held, no pop_all_cpu() is between its P2 and the
+ * end of P5, so no head is BUSY at the fork; the mutexes keep the shared
+ * list and the locked-mode lists whole. An rseq section of another thread
+ * either committed before the fork or never happens in the child. What
+ * the child loses: nodes other threads had popped (one node, or a whole
+ * list taken by pop_all_cpu()) or were pushing (the section had not
+ * committed); they are on no list in the child.
+ */
 void urcu_rseq_freelist_fork_prepare(void)
 {
+	struct freelist_priv *p;
+	int i;
+
+	pthread_mutex_lock(&freelist_pools_lock);
+	cds_list_for_each_entry(p, &freelists, registry_node) {
+		pthread_mutex_lock(&p->remote_lock);
+		for (i = 0; i < p->pub.nr_index; i++)
+			pthread_mutex_lock(&p->index_locks[i]);
+		pthread_mutex_lock(&p->shared_lock);
+	}
 }
 
 void urcu_rseq_freelist_fork_parent(void)
 {
+	struct freelist_priv *p;
+	int i;
+
+	cds_list_for_each_entry(p, &freelists, registry_node) {
+		pthread_mutex_unlock(&p->shared_lock);
+		for (i = p->pub.nr_index - 1; i >= 0; i--)
+			pthread_mutex_unlock(&p->index_locks[i]);
+		pthread_mutex_unlock(&p->remote_lock);
+	}
+	pthread_mutex_unlock(&freelist_pools_lock);
 }
 
 void urcu_rseq_freelist_fork_child(void)
 {
+	struct freelist_priv *p;
+	int i;
+
+	/* The forking thread holds them all: start them afresh. */
+	cds_list_for_each_entry(p, &freelists, registry_node) {
+		pthread_mutex_init(&p->shared_lock, NULL);
+		for (i = 0; i < p->pub.nr_index; i++)
+			pthread_mutex_init(&p->index_locks[i], NULL);
+		pthread_mutex_init(&p->remote_lock, NULL);
+	}
+	pthread_mutex_init(&freelist_pools_lock, NULL);
 }

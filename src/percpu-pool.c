@@ -311,15 +311,27 @@ size_t urcu_percpu_pool_item_size(const struct urcu_percpu_pool *pool)
 	return pool ? pool->item_size : 0;
 }
 
-/* fork(): see percpu-fork.h. Nothing yet. */
+/*
+ * fork(): see percpu-fork.h. pool_lock is the innermost lock of the
+ * per-CPU primitives: nothing is taken while it is held. With it held
+ * across fork(), the registry, the chain lists and the bitmaps are whole
+ * in the child. What the child loses: items that other threads had
+ * allocated (including one whose copies a thread was still clearing after
+ * urcu_percpu_zmalloc() let the lock go) stay allocated there, so
+ * urcu_percpu_pool_destroy() of their pool fails with EBUSY in the child.
+ */
 void urcu_rseq_pool_fork_prepare(void)
 {
+	pthread_mutex_lock(&pool_lock);
 }
 
 void urcu_rseq_pool_fork_parent(void)
 {
+	pthread_mutex_unlock(&pool_lock);
 }
 
 void urcu_rseq_pool_fork_child(void)
 {
+	/* Held by the forking thread only; the child starts it afresh. */
+	pthread_mutex_init(&pool_lock, NULL);
 }

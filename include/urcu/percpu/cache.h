@@ -13,6 +13,9 @@
  * - drain, stats: any thread, concurrently with alloc and free; drains
  *   serialize among themselves.
  * - create, destroy: destroy once no other call on the cache runs.
+ * - fork(): allowed while other threads are in any of these; the child can
+ *   use every cache, and every object free in the parent is free there.
+ *   Objects other threads held stay allocated (doc/percpu-cache.md).
  *
  * Guarantees:
  * - Every object is handed out by at most one alloc between two frees of

@@ -20,6 +20,9 @@
  * - create/destroy: destroy once nobody else uses the free list. destroy
  *   does not touch the nodes still on it (they belong to the caller, who
  *   drains them with pop_all_cpu first).
+ * - fork(): allowed while other threads are in any of these; the child can
+ *   use every free list. Nodes other threads had popped or were pushing
+ *   are on no list in the child (doc/percpu-freelist.md).
  *
  * The shared list (a mutex-protected stack) takes the nodes of threads that
  * cannot use rseq, and pushes that land on a CPU whose list is being taken

@@ -35,6 +35,9 @@
  * - urcu_percpu_pool_create/destroy, urcu_percpu_zmalloc, urcu_percpu_free:
  *   any thread, concurrently (one library-wide mutex: allocation is not a
  *   hot path). Not from a signal handler.
+ * - fork(): allowed while other threads are in any of these; the child can
+ *   use every pool. Items other threads held stay allocated in the child
+ *   (doc/percpu-pool.md, "Lifecycle, thread exit and fork").
  * - urcu_percpu_ptr(): anywhere, including signal handlers; pure arithmetic.
  *   Which accesses to a copy are safe between threads is the caller's
  *   protocol (rseq critical sections, urcu/rseq/ops.h, or atomics).
