@@ -202,7 +202,7 @@ static void cmp_fixed(const char *tz)
 		time_t t = year_start(years[i]);
 
 		scan(tz, t - YEAR_SECS / 2, t + YEAR_SECS,
-			full ? 6 * 3600 : 15 * 86400);
+			full ? 86400 : 15 * 86400);
 	}
 }
 
@@ -288,7 +288,7 @@ static void cmp_zone_file(const char *name, const char *path)
 	/* The footer's rules, from the last transition on. */
 	if (n)
 		scan(name, (time_t)tr[n - 1], (time_t)tr[n - 1]
-			+ (full ? 400 : 3) * YEAR_SECS, full ? 3600 : 86400);
+			+ (full ? 30 : 3) * YEAR_SECS, full ? 12 * 3600 : 86400);
 	else
 		scan(name, year_start(2020), year_start(2023), 86400);
 	free(tr);
