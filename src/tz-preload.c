@@ -169,6 +169,31 @@ static void resolve_real(void)
 }
 
 /*
+ * Days within +-10^11 of 1970 (some 270 million years): the year fits int,
+ * and the date follows from the 400-year cycle without a loop.
+ */
+#define OFFTIME_FAST_DAYS	100000000000LL
+
+static int offtime_fast(int64_t days, struct tm *tp)
+{
+	int64_t z = days + 719468;	/* days since 0000-03-01 */
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+	int mday = doy - (153 * mp + 2) / 5 + 1;
+	int mon = mp < 10 ? mp + 2 : mp - 10;	/* 0-based, from January */
+	int64_t y = yoe + era * 400 + (mon <= 1);
+
+	tp->tm_year = y - 1900;
+	tp->tm_yday = mon_yday[is_leap(y)][mon] + mday - 1;
+	tp->tm_mon = mon;
+	tp->tm_mday = mday;
+	return 1;
+}
+
+/*
  * Broken-down time of t + offset, as glibc's __offtime() computes it,
  * including the fields it has written when the year overflows int.
  */
@@ -193,6 +218,8 @@ static int offtime(int64_t t, long offset, struct tm *tp)
 	tp->tm_wday = (4 + days) % 7;
 	if (tp->tm_wday < 0)
 		tp->tm_wday += 7;
+	if (caa_likely(days > -OFFTIME_FAST_DAYS && days < OFFTIME_FAST_DAYS))
+		return offtime_fast(days, tp);
 #define DIV(a, b) ((a) / (b) - ((a) % (b) < 0))
 #define LEAPS_THRU_END_OF(y) (DIV(y, 4) - DIV(y, 100) + DIV(y, 400))
 	while (days < 0 || days >= (is_leap(y) ? 366 : 365)) {
