@@ -886,7 +886,8 @@ static void tz_preload_init(void)
  * One conversion in a read-side section. The snapshot is created on first
  * use, as glibc reads the rules on its first conversion.
  */
-static struct tm *convert(const time_t *t, struct tm *tp, int local)
+static struct tm *convert(const time_t *t, struct tm *tp, int local,
+		int in_static)
 {
 	const struct tz_snap *s;
 	int64_t v = *t;
@@ -909,17 +910,20 @@ static struct tm *convert(const time_t *t, struct tm *tp, int local)
 		return NULL;
 	if (!real.localtime_r)
 		resolve_real();
+	/* localtime() and gmtime() fill the same buffer through glibc. */
+	if (in_static)
+		return local ? real.localtime(t) : real.gmtime(t);
 	return local ? real.localtime_r(t, tp) : real.gmtime_r(t, tp);
 }
 
 PRELOAD_API struct tm *localtime_r(const time_t *t, struct tm *tp)
 {
-	return convert(t, tp, 1);
+	return convert(t, tp, 1, 0);
 }
 
 PRELOAD_API struct tm *gmtime_r(const time_t *t, struct tm *tp)
 {
-	return convert(t, tp, 0);
+	return convert(t, tp, 0, 0);
 }
 
 static struct tm *static_buf(void)
@@ -940,27 +944,32 @@ PRELOAD_API struct tm *localtime(const time_t *t)
 	struct tm *tp = static_buf();
 
 	tz_refresh();
-	return convert(t, tp, 1);
+	return convert(t, tp, 1, 1);
 }
 
 PRELOAD_API struct tm *gmtime(const time_t *t)
 {
-	return convert(t, static_buf(), 0);
+	return convert(t, static_buf(), 0, 1);
 }
 
 PRELOAD_API void tzset(void)
 {
 	struct tz_snap *s;
+	int glibc;
 
 	tz_refresh();
 	/* glibc's tzset() always reloads tzname for POSIX rules. */
 	urcu_rseq_read_lock();
 	s = rcu_dereference(tz_current);
+	glibc = !s || s->kind == SNAP_GLIBC;
 	if (s && s->kind == SNAP_POSIX) {
 		tzname[0] = (char *)s->posix.r[0].name;
 		tzname[1] = (char *)s->posix.r[1].name;
 	}
 	urcu_rseq_read_unlock();
+	/* glibc may reread every time (after "posixrules"): let it. */
+	if (glibc)
+		real.tzset();
 }
 
 PRELOAD_API time_t mktime(struct tm *tp)
