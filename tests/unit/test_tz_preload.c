@@ -132,11 +132,21 @@ static int same_zone(time_t t1, time_t t2)
 		&& !strcmp(a.tm_zone, b.tm_zone);
 }
 
+/* t + d, clamped to time_t's range (no signed overflow). */
+static time_t add_sat(time_t t, long long d)
+{
+	time_t r;
+
+	if (__builtin_add_overflow(t, d, &r))
+		return d > 0 ? (time_t)LLONG_MAX : (time_t)LLONG_MIN;
+	return r;
+}
+
 static void cmp_around(const char *tz, time_t t)
 {
-	cmp_time(tz, t - 1);
+	cmp_time(tz, add_sat(t, -1));
 	cmp_time(tz, t);
-	cmp_time(tz, t + 1);
+	cmp_time(tz, add_sat(t, 1));
 }
 
 /*
@@ -148,7 +158,8 @@ static void scan(const char *tz, time_t t0, time_t t1, time_t step)
 	time_t t, prev = t0;
 
 	cmp_time(tz, t0);
-	for (t = t0 + step; t < t1 && t > prev; prev = t, t += step) {
+	for (t = add_sat(t0, step); t < t1 && t > prev;
+			prev = t, t = add_sat(t, step)) {
 		cmp_time(tz, t);
 		if (!same_zone(prev, t)) {
 			time_t lo = prev, hi = t;
@@ -197,8 +208,8 @@ static void cmp_fixed(const char *tz)
 
 	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
 		cmp_around(tz, (time_t)edges[i]);
-		cmp_around(tz, (time_t)edges[i] + 12 * 3600);
-		cmp_around(tz, (time_t)edges[i] - 12 * 3600);
+		cmp_around(tz, add_sat(edges[i], 12 * 3600));
+		cmp_around(tz, add_sat(edges[i], -12 * 3600));
 	}
 	for (i = 0; i < sizeof(years) / sizeof(years[0]); i++) {
 		time_t t = year_start(years[i]);
