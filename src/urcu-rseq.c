@@ -72,6 +72,7 @@
 #include <urcu/urcu-rseq.h>
 #include <urcu/static/urcu-rseq.h>
 #include "common.h"
+#include "urcu-rseq-internal.h"
 
 #define PRIMITIVE "urcu-rseq"
 
@@ -588,8 +589,10 @@ void urcu_rseq_call_rcu_before_fork(void)
 	fs->waited = false;
 	urcu_rseq_init();
 	if (_urcu_rseq_read_ongoing() || (CMM_LOAD_SHARED(crd.started)
-			&& pthread_equal(pthread_self(), crd.tid)))
+			&& pthread_equal(pthread_self(), crd.tid))) {
+		urcu_rseq_defer_before_fork(true);
 		return;
+	}
 	fs->waited = true;
 	pthread_mutex_lock(&crd.lock);
 	if (crd.started) {
@@ -598,6 +601,7 @@ void urcu_rseq_call_rcu_before_fork(void)
 		while (!(uatomic_read(&crd.flags) & URCU_CALL_RCU_PAUSED))
 			urcu_rseq_backoff(&b);
 	}
+	urcu_rseq_defer_before_fork(false);
 	if (crd.atfork)
 		crd.atfork->before_fork(crd.atfork->priv);
 	pthread_mutex_lock(&gp_lock);
@@ -607,9 +611,14 @@ void urcu_rseq_call_rcu_after_fork_parent(void)
 {
 	struct fork_state *fs = &fork_state;
 
-	if (fs->depth == 0 || --fs->depth > 0 || !fs->waited)
+	if (fs->depth == 0 || --fs->depth > 0)
 		return;
+	if (!fs->waited) {
+		urcu_rseq_defer_after_fork_parent();
+		return;
+	}
 	pthread_mutex_unlock(&gp_lock);
+	urcu_rseq_defer_after_fork_parent();
 	if (crd.atfork)
 		crd.atfork->after_fork_parent(crd.atfork->priv);
 	if (crd.started) {
@@ -683,6 +692,7 @@ void urcu_rseq_call_rcu_after_fork_child(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (urcu_rseq_gp.has_membarrier && membarrier_register())
 		die("cannot register membarrier in the fork child", errno);
+	urcu_rseq_defer_after_fork_child();
 	if (waited && crd.atfork)
 		crd.atfork->after_fork_child(crd.atfork->priv);
 	pthread_mutex_init(&crd.lock, NULL);
@@ -807,37 +817,6 @@ int urcu_rseq_create_all_cpu_call_rcu_data(unsigned long flags)
 }
 
 void urcu_rseq_free_all_cpu_call_rcu_data(void)
-{
-}
-
-void urcu_rseq_defer_rcu(void (*fct)(void *p), void *p)
-{
-	urcu_rseq_debug_check(fct != NULL, PRIMITIVE,
-		"defer_rcu() with a NULL function");
-	if (caa_unlikely(!fct))
-		return;
-	urcu_rseq_synchronize_rcu();
-	fct(p);
-}
-
-int urcu_rseq_defer_register_thread(void)
-{
-	return 0;
-}
-
-void urcu_rseq_defer_unregister_thread(void)
-{
-}
-
-void urcu_rseq_defer_barrier(void)
-{
-}
-
-void urcu_rseq_defer_barrier_thread(void)
-{
-}
-
-void urcu_rseq_defer_exit(void)
 {
 }
 

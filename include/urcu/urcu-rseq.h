@@ -128,9 +128,16 @@ URCU_RSEQ_API void urcu_rseq_call_rcu_after_fork_parent(void);
 URCU_RSEQ_API void urcu_rseq_call_rcu_after_fork_child(void);
 
 /*
- * defer_rcu: synchronous here (a grace period, then @fct(@p)), which is
- * what liburcu's defer_rcu() falls back to when its queue is full; the
- * registration and barrier functions have nothing to do.
+ * defer_rcu, as liburcu documents it: each thread queues on its own ring
+ * (registered on first use; register_thread() only does it early), a
+ * worker runs the queued functions in batches, each after a grace period
+ * that began after their defer_rcu() calls; a thread whose ring is full
+ * drains it itself (one grace period). defer_barrier() returns after every
+ * function queued before it by any thread has run, defer_barrier_thread()
+ * after those of the calling thread; unregister_thread() runs the thread's
+ * own, and a thread that exits without it leaves them to the worker.
+ * Not inside a read-side section; a deferred function may call defer_rcu()
+ * but not the barriers.
  */
 URCU_RSEQ_API void urcu_rseq_defer_rcu(void (*fct)(void *p), void *p);
 URCU_RSEQ_API int urcu_rseq_defer_register_thread(void);
