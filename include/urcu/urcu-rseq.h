@@ -88,12 +88,24 @@ static inline void urcu_rseq_thread_online(void)
 }
 
 /*
- * call_rcu. One worker thread per process, created on first use, runs
- * every callback after a grace period, in the order they were queued.
- * The call_rcu data functions keep liburcu's signatures: the only data is
- * the default one, which every get_*() returns (get_cpu and get_thread
- * return NULL, as liburcu does when none was set), create_call_rcu_data()
- * returns it too, and freeing it is a no-op.
+ * call_rcu, with liburcu's call_rcu data. Each data is a queue with a
+ * worker thread of its own that runs its callbacks after a grace period,
+ * in the order they were queued. call_rcu() uses the calling thread's data
+ * (set_thread_call_rcu_data()), else the current CPU's
+ * (set_cpu_call_rcu_data(), create_all_cpu_call_rcu_data()), else the
+ * default data, whose worker starts on first use.
+ * create_call_rcu_data(flags, cpu): a new worker, pinned to @cpu when
+ * @cpu >= 0 (unpinned if the CPU cannot be used); with URCU_CALL_RCU_RT
+ * the worker polls its queue every 10 ms and call_rcu() never wakes it.
+ * call_rcu_data_free(): stops the worker after its current batch and
+ * hands the callbacks still queued to the default data; the caller first
+ * makes sure no thread or CPU uses the data (the default data and NULL
+ * are not freed). free_all_cpu_call_rcu_data() unsets every CPU's data,
+ * waits for a grace period, then frees them. barrier() waits for the
+ * callbacks queued on every data before it. set_cpu_call_rcu_data()
+ * returns 0, or -EINVAL (bad CPU), -EEXIST (CPU already set) or -ENOMEM
+ * with errno set. In a fork child, data other than the default are gone
+ * (their callbacks moved to the default), as in liburcu.
  */
 URCU_RSEQ_API void urcu_rseq_call_rcu(struct rcu_head *head,
 		void (*func)(struct rcu_head *head));
