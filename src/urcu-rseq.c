@@ -643,6 +643,91 @@ void urcu_rseq_barrier(void)
 }
 
 /*
+ * Grace-period polling. A state is the gp_seq value that
+ * urcu_rseq_synchronize_rcu() would wait for if called now: (snap + 3) &
+ * ~1, snap read after a full barrier (its "C"). gp_seq reaching it means a
+ * whole grace period ran after the snapshot. To make sure one runs, one
+ * static callback on the default data, queued at most once at a time,
+ * runs after the worker's grace period; it queues itself again while the
+ * highest target asked for (poll_target) is not reached. A poll that finds
+ * its target unreached and no callback queued queues it too (the callback
+ * a fork child lost with its parent's batch).
+ */
+static struct rcu_head poll_head;
+static int32_t poll_pending;
+static unsigned long poll_target;
+
+static bool gp_reached(unsigned long target)
+{
+	return (long) (CMM_LOAD_SHARED(gp_seq) - target) >= 0;
+}
+
+static void poll_cb(struct rcu_head *head);
+
+static void poll_kick(void)
+{
+	/*
+	 * Pairs with the full barrier in poll_cb(): either it sees our
+	 * target, or we see poll_pending cleared and queue it again.
+	 */
+	if (uatomic_xchg(&poll_pending, 1))
+		return;
+	cds_wfcq_node_init(&poll_head.next);
+	poll_head.func = poll_cb;
+	enqueue(&crd, &poll_head);
+}
+
+static void poll_cb(struct rcu_head *head)
+{
+	(void) head;
+	uatomic_set(&poll_pending, 0);
+	cmm_smp_mb();
+	if (!gp_reached(uatomic_read(&poll_target)))
+		poll_kick();
+}
+
+struct urcu_gp_poll_state urcu_rseq_start_poll_synchronize_rcu(void)
+{
+	struct urcu_gp_poll_state s;
+	unsigned long old, target;
+
+	urcu_rseq_init();
+	/* "C", as in urcu_rseq_synchronize_rcu(). */
+	cmm_smp_mb();
+	target = (CMM_LOAD_SHARED(gp_seq) + 3) & ~1UL;
+	s.grace_period_id = target;
+	old = uatomic_read(&poll_target);
+	while ((long) (target - old) > 0) {
+		unsigned long seen = uatomic_cmpxchg(&poll_target, old, target);
+
+		if (seen == old)
+			break;
+		old = seen;
+	}
+	cmm_smp_mb();	/* the target before the check of poll_pending */
+	poll_kick();
+	return s;
+}
+
+bool urcu_rseq_poll_state_synchronize_rcu(struct urcu_gp_poll_state state)
+{
+	if (gp_reached(state.grace_period_id)) {
+		/*
+		 * The grace period before the caller's frees: pairs with the
+		 * full barrier after the grace period's last gp_seq store
+		 * (gp_lock's release, and the worker's).
+		 */
+		cmm_smp_mb();
+		return true;
+	}
+	if (!uatomic_read(&poll_pending)) {
+		urcu_rseq_init();
+		poll_kick();
+	}
+	return false;
+}
+
+/*
  * Fork. The library installs these three with pthread_atfork() (see
  * flavor_init()); programs written for liburcu may call them around fork()
  * too, so they nest: a per-thread depth counts the calls, the outermost
@@ -787,7 +872,7 @@ static void fork_child_repair_queue(struct call_rcu_data *d)
 	for (; node; node = next) {
 		next = node->next;
 		head = caa_container_of(node, struct rcu_head, next);
-		if (head->func == barrier_complete)
+		if (head->func == barrier_complete || head == &poll_head)
 			continue;
 		last->next = node;
 		last = node;
@@ -822,6 +907,7 @@ static void fork_child_repair_data(void)
 		cds_list_del(&d->node);
 		free(d);
 	}
+	poll_pending = 0;	/* polls queue the callback again */
 	if (thread_crdp != me)
 		thread_crdp = NULL;
 	if (cpu_crdp)
@@ -1138,4 +1224,10 @@ const struct rcu_flavor_struct urcu_rseq_flavor = {
 	.barrier = urcu_rseq_barrier,
 	.register_rculfhash_atfork = urcu_rseq_register_rculfhash_atfork,
 	.unregister_rculfhash_atfork = urcu_rseq_unregister_rculfhash_atfork,
+#ifdef HAVE_STRUCT_RCU_FLAVOR_STRUCT_UPDATE_START_POLL_SYNCHRONIZE_RCU
+	.update_start_poll_synchronize_rcu =
+		urcu_rseq_start_poll_synchronize_rcu,
+	.update_poll_state_synchronize_rcu =
+		urcu_rseq_poll_state_synchronize_rcu,
+#endif
 };

@@ -39,8 +39,21 @@
 #include <pthread.h>
 #include <urcu/pointer.h>
 #include <urcu/rseq.h>
+#include <stdbool.h>
 #include <urcu/call-rcu.h>
 #include <urcu/flavor.h>
+
+/*
+ * Grace-period polling: liburcu 0.14's urcu/urcu-poll.h (which its
+ * urcu/flavor.h includes) declares the state; with an older liburcu, the
+ * same declaration under the same guard, so that either can come first.
+ */
+#ifndef _URCU_POLL_H
+#define _URCU_POLL_H
+struct urcu_gp_poll_state {
+	unsigned long grace_period_id;
+};
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,6 +78,19 @@ URCU_RSEQ_API int urcu_rseq_read_ongoing(void);
 #endif /* !_LGPL_SOURCE */
 
 URCU_RSEQ_API void urcu_rseq_synchronize_rcu(void);
+
+/*
+ * Grace-period polling, as liburcu 0.14 has it, on every liburcu:
+ * start_poll_synchronize_rcu() makes sure a grace period starts after the
+ * call (the call_rcu worker runs one) and returns its state, which
+ * poll_state_synchronize_rcu() answers true for once that grace period has
+ * ended: what was unpublished before the start may be freed then. Neither
+ * waits; any thread, the poll also inside a read-side section.
+ */
+URCU_RSEQ_API struct urcu_gp_poll_state
+	urcu_rseq_start_poll_synchronize_rcu(void);
+URCU_RSEQ_API bool urcu_rseq_poll_state_synchronize_rcu(
+		struct urcu_gp_poll_state state);
 
 /* Optional: registers the thread's rseq area early; never required. */
 URCU_RSEQ_API void urcu_rseq_register_thread(void);

@@ -8,7 +8,9 @@
  * the callbacks of every data; a thread that exits with callbacks pending
  * on its data; fork with callbacks pending on non-default data.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #define _LGPL_SOURCE
 #include <errno.h>
 #include <pthread.h>
