@@ -199,18 +199,21 @@ static void defer_lock_give(bool was_holder)
 /*
  * Run the caller's own pending entries after a grace period. Also from a
  * deferred function whose ring filled up: it already holds defer_lock.
+ * The grace period runs before defer_lock is taken, so that it overlaps
+ * (or is shared with) the worker's, which holds the lock across its own;
+ * the worker may run some of these entries meanwhile, after its grace
+ * period: queue_run() starts from tail, so each still runs once.
  */
 static void drain_own(struct defer_queue *q)
 {
-	unsigned long snap;
+	unsigned long snap = q->head;
 	bool held;
 
+	if (snap == CMM_LOAD_SHARED(q->tail))
+		return;
+	urcu_rseq_synchronize_rcu();
 	defer_lock_take(&held);
-	snap = q->head;
-	if (snap != q->tail) {
-		urcu_rseq_synchronize_rcu();
-		queue_run(q, snap);
-	}
+	queue_run(q, snap);
 	defer_lock_give(held);
 }
 
@@ -427,8 +430,8 @@ void urcu_rseq_defer_unregister_thread(void)
 
 	if (!q)
 		return;
+	drain_own(q);	/* the owner queues nothing more */
 	defer_lock_take(&held);
-	drain_own(q);
 	pthread_mutex_lock(&registry_lock);
 	cds_list_del(&q->node);
 	pthread_mutex_unlock(&registry_lock);
