@@ -14,7 +14,7 @@
  * separates each such section's accesses from the caller's later ones;
  * a section that began after the call sees every store the caller made
  * before the call. urcu_rseq_call_rcu() runs its callback after such a
- * grace period, on the flavor's worker thread.
+ * grace period, on a call_rcu worker thread.
  *
  * Who may call what:
  * - read_lock/read_unlock/read_ongoing: any thread, registered or not,
