@@ -517,11 +517,27 @@ static void worker_start_locked(struct call_rcu_data *d)
 	CMM_STORE_SHARED(d->started, 1);
 }
 
+static bool fork_holds_crd_lock(void);
+
 static void worker_start(struct call_rcu_data *d)
 {
 	if (caa_likely(CMM_LOAD_SHARED(d->started)))
 		return;
-	pthread_mutex_lock(&crd_lock);
+	/* Between explicit fork hooks: after_fork_parent() starts it. */
+	if (fork_holds_crd_lock())
+		return;
+	if (_urcu_rseq_read_ongoing()) {
+		/*
+		 * Inside a section: before_fork() may hold crd_lock while it
+		 * waits for workers whose grace period waits for us. If the
+		 * lock is busy, its holder is starting the worker, or a fork
+		 * is on: the next call_rcu() after it starts the worker.
+		 */
+		if (pthread_mutex_trylock(&crd_lock))
+			return;
+	} else {
+		pthread_mutex_lock(&crd_lock);
+	}
 	worker_start_locked(d);
 	pthread_mutex_unlock(&crd_lock);
 }
@@ -547,11 +563,11 @@ static struct call_rcu_data *pick_data(void)
 	return &crd;
 }
 
+/* The default data's worker is started by the callers, not holding
+ * crd_lock (worker_start()). */
 static void enqueue(struct call_rcu_data *d, struct rcu_head *head)
 {
 	(void) cds_wfcq_enqueue(&d->head, &d->tail, &head->next);
-	if (caa_unlikely(d == &crd))
-		worker_start(d);
 	if (!(uatomic_read(&d->flags) & URCU_CALL_RCU_RT))
 		worker_wake(d);
 }
@@ -559,6 +575,8 @@ static void enqueue(struct call_rcu_data *d, struct rcu_head *head)
 void urcu_rseq_call_rcu(struct rcu_head *head,
 		void (*func)(struct rcu_head *head))
 {
+	struct call_rcu_data *d;
+
 	urcu_rseq_debug_check(head && func, PRIMITIVE,
 		"call_rcu() with a NULL head or callback");
 	if (caa_unlikely(!head || !func))
@@ -567,8 +585,12 @@ void urcu_rseq_call_rcu(struct rcu_head *head,
 	cds_wfcq_node_init(&head->next);
 	head->func = func;
 	_urcu_rseq_read_lock();
-	enqueue(pick_data(), head);
+	d = pick_data();
+	enqueue(d, head);
 	_urcu_rseq_read_unlock();
+	/* Static: safe after the section, unlike the other data. */
+	if (caa_unlikely(d == &crd))
+		worker_start(d);
 }
 
 /* rcu_barrier(): one completion per data, counted down by each. */
@@ -675,6 +697,7 @@ static void poll_kick(void)
 	cds_wfcq_node_init(&poll_head.next);
 	poll_head.func = poll_cb;
 	enqueue(&crd, &poll_head);
+	worker_start(&crd);
 }
 
 static void poll_cb(struct rcu_head *head)
@@ -720,10 +743,11 @@ bool urcu_rseq_poll_state_synchronize_rcu(struct urcu_gp_poll_state state)
 		cmm_smp_mb();
 		return true;
 	}
-	if (!uatomic_read(&poll_pending)) {
-		urcu_rseq_init();
+	urcu_rseq_init();
+	if (!uatomic_read(&poll_pending))
 		poll_kick();
-	}
+	else
+		worker_start(&crd);	/* see worker_start(): a fork */
 	return false;
 }
 
@@ -780,6 +804,11 @@ struct fork_state {
 };
 
 static __thread struct fork_state fork_state;
+
+static bool fork_holds_crd_lock(void)
+{
+	return fork_state.depth > 0 && fork_state.waited;
+}
 
 void urcu_rseq_call_rcu_before_fork(void)
 {
@@ -840,6 +869,8 @@ void urcu_rseq_call_rcu_after_fork_parent(void)
 		/* The worker clears PAUSED itself once it has seen this. */
 	}
 	pthread_mutex_unlock(&crd_lock);
+	if (!cds_wfcq_empty(&crd.head, &crd.tail))
+		worker_start(&crd);	/* queued between the hooks */
 }
 
 /* Close the sections of the threads that did not survive the fork. */
@@ -943,6 +974,7 @@ void urcu_rseq_call_rcu_after_fork_child(void)
 	if (waited && lfht_atfork)
 		lfht_atfork->after_fork_child(lfht_atfork->priv);
 	pthread_mutex_init(&crd_lock, NULL);
+	fs->waited = false;	/* the child holds none of the locks */
 	fork_child_repair_data();
 }
 
