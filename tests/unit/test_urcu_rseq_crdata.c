@@ -268,14 +268,63 @@ static void test_fork(void)
 	call_rcu_data_free(d);
 }
 
+/*
+ * Threads queue callbacks without pause while the main thread creates and
+ * frees every CPU's data, again and again: call_rcu() picks a CPU's data
+ * inside a read-side section and free_all_cpu_call_rcu_data() waits for a
+ * grace period before it frees, so no callback is queued on freed data,
+ * and each runs exactly once.
+ */
+#define CHURN_THREADS	3
+static int churn_stop, churn_count;
+static unsigned long churn_queued[CHURN_THREADS];
+
+static void *churner(void *arg)
+{
+	unsigned long *queued = arg;
+
+	while (!uatomic_read(&churn_stop) && *queued < 200000) {
+		queue_counted(&churn_count, NULL);
+		(*queued)++;
+	}
+	return NULL;
+}
+
+static void test_churn(void)
+{
+	pthread_t t[CHURN_THREADS];
+	unsigned long total = 0;
+	int i, bad = 0;
+
+	for (i = 0; i < CHURN_THREADS; i++)
+		pthread_create(&t[i], NULL, churner, &churn_queued[i]);
+	for (i = 0; i < 30; i++) {
+		if (create_all_cpu_call_rcu_data(i & 1 ? URCU_CALL_RCU_RT : 0))
+			bad++;
+		usleep(2000);
+		free_all_cpu_call_rcu_data();
+	}
+	uatomic_set(&churn_stop, 1);
+	for (i = 0; i < CHURN_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		total += churn_queued[i];
+	}
+	rcu_barrier();
+	ok(bad == 0 && (unsigned long) uatomic_read(&churn_count) == total,
+		"per-CPU data created and freed 30 times under call_rcu() "
+		"from %d threads: %lu callbacks, each run once (%d)",
+		CHURN_THREADS, total, uatomic_read(&churn_count));
+}
+
 int main(void)
 {
-	plan_tests(20);
+	plan_tests(21);
 	test_own_worker();
 	test_affinity_and_rt();
 	test_per_cpu();
 	test_free_pending();
 	test_thread_exit();
 	test_fork();
+	test_churn();
 	return exit_status();
 }
