@@ -14,7 +14,7 @@
  * separates each such section's accesses from the caller's later ones;
  * a section that began after the call sees every store the caller made
  * before the call. urcu_rseq_call_rcu() runs its callback after such a
- * grace period, on the flavor's worker thread.
+ * grace period, on a call_rcu worker thread.
  *
  * Who may call what:
  * - read_lock/read_unlock/read_ongoing: any thread, registered or not,
@@ -39,8 +39,21 @@
 #include <pthread.h>
 #include <urcu/pointer.h>
 #include <urcu/rseq.h>
+#include <stdbool.h>
 #include <urcu/call-rcu.h>
 #include <urcu/flavor.h>
+
+/*
+ * Grace-period polling: liburcu 0.14's urcu/urcu-poll.h (which its
+ * urcu/flavor.h includes) declares the state; with an older liburcu, the
+ * same declaration under the same guard, so that either can come first.
+ */
+#ifndef _URCU_POLL_H
+#define _URCU_POLL_H
+struct urcu_gp_poll_state {
+	unsigned long grace_period_id;
+};
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,6 +79,19 @@ URCU_RSEQ_API int urcu_rseq_read_ongoing(void);
 
 URCU_RSEQ_API void urcu_rseq_synchronize_rcu(void);
 
+/*
+ * Grace-period polling, as liburcu 0.14 has it, on every liburcu:
+ * start_poll_synchronize_rcu() makes sure a grace period starts after the
+ * call (the call_rcu worker runs one) and returns its state, which
+ * poll_state_synchronize_rcu() answers true for once that grace period has
+ * ended: what was unpublished before the start may be freed then. Neither
+ * waits; any thread, the poll also inside a read-side section.
+ */
+URCU_RSEQ_API struct urcu_gp_poll_state
+	urcu_rseq_start_poll_synchronize_rcu(void);
+URCU_RSEQ_API bool urcu_rseq_poll_state_synchronize_rcu(
+		struct urcu_gp_poll_state state);
+
 /* Optional: registers the thread's rseq area early; never required. */
 URCU_RSEQ_API void urcu_rseq_register_thread(void);
 URCU_RSEQ_API void urcu_rseq_unregister_thread(void);
@@ -88,12 +114,24 @@ static inline void urcu_rseq_thread_online(void)
 }
 
 /*
- * call_rcu. One worker thread per process, created on first use, runs
- * every callback after a grace period, in the order they were queued.
- * The call_rcu data functions keep liburcu's signatures: the only data is
- * the default one, which every get_*() returns (get_cpu and get_thread
- * return NULL, as liburcu does when none was set), create_call_rcu_data()
- * returns it too, and freeing it is a no-op.
+ * call_rcu, with liburcu's call_rcu data. Each data is a queue with a
+ * worker thread of its own that runs its callbacks after a grace period,
+ * in the order they were queued. call_rcu() uses the calling thread's data
+ * (set_thread_call_rcu_data()), else the current CPU's
+ * (set_cpu_call_rcu_data(), create_all_cpu_call_rcu_data()), else the
+ * default data, whose worker starts on first use.
+ * create_call_rcu_data(flags, cpu): a new worker, pinned to @cpu when
+ * @cpu >= 0 (unpinned if the CPU cannot be used); with URCU_CALL_RCU_RT
+ * the worker polls its queue every 10 ms and call_rcu() never wakes it.
+ * call_rcu_data_free(): stops the worker after its current batch and
+ * hands the callbacks still queued to the default data; the caller first
+ * makes sure no thread or CPU uses the data (the default data and NULL
+ * are not freed). free_all_cpu_call_rcu_data() unsets every CPU's data,
+ * waits for a grace period, then frees them. barrier() waits for the
+ * callbacks queued on every data before it. set_cpu_call_rcu_data()
+ * returns 0, or -EINVAL (bad CPU), -EEXIST (CPU already set) or -ENOMEM
+ * with errno set. In a fork child, data other than the default are gone
+ * (their callbacks moved to the default), as in liburcu.
  */
 URCU_RSEQ_API void urcu_rseq_call_rcu(struct rcu_head *head,
 		void (*func)(struct rcu_head *head));
@@ -128,9 +166,16 @@ URCU_RSEQ_API void urcu_rseq_call_rcu_after_fork_parent(void);
 URCU_RSEQ_API void urcu_rseq_call_rcu_after_fork_child(void);
 
 /*
- * defer_rcu: synchronous here (a grace period, then @fct(@p)), which is
- * what liburcu's defer_rcu() falls back to when its queue is full; the
- * registration and barrier functions have nothing to do.
+ * defer_rcu, as liburcu documents it: each thread queues on its own ring
+ * (registered on first use; register_thread() only does it early), a
+ * worker runs the queued functions in batches, each after a grace period
+ * that began after their defer_rcu() calls; a thread whose ring is full
+ * drains it itself (one grace period). defer_barrier() returns after every
+ * function queued before it by any thread has run, defer_barrier_thread()
+ * after those of the calling thread; unregister_thread() runs the thread's
+ * own, and a thread that exits without it leaves them to the worker.
+ * Not inside a read-side section; a deferred function may call defer_rcu()
+ * but not the barriers.
  */
 URCU_RSEQ_API void urcu_rseq_defer_rcu(void (*fct)(void *p), void *p);
 URCU_RSEQ_API int urcu_rseq_defer_register_thread(void);

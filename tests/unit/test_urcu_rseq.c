@@ -116,7 +116,7 @@ static void test_call_rcu(void)
 	ok(in_order, "callbacks run in the order they were queued");
 	ok(get_call_rcu_thread(get_default_call_rcu_data()) != pthread_self(),
 		"callbacks run on the worker");
-	ok(set_cpu_call_rcu_data(-1, NULL) == -1 && errno == EINVAL,
+	ok(set_cpu_call_rcu_data(-1, NULL) == -EINVAL && errno == EINVAL,
 		"set_cpu_call_rcu_data rejects a bad CPU");
 }
 

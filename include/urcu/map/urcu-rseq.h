@@ -25,6 +25,8 @@
 #define rcu_init			urcu_rseq_init
 #define rcu_exit			urcu_rseq_exit
 #define synchronize_rcu			urcu_rseq_synchronize_rcu
+#define start_poll_synchronize_rcu	urcu_rseq_start_poll_synchronize_rcu
+#define poll_state_synchronize_rcu	urcu_rseq_poll_state_synchronize_rcu
 #define rcu_reader			urcu_rseq_reader
 #define rcu_gp				urcu_rseq_gp
 
