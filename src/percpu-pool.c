@@ -164,6 +164,17 @@ static struct pool_chunk *chunk_create(struct urcu_percpu_pool *pool)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/*
+	 * Page by page: a kernel that faults anonymous memory in large folios
+	 * (THP "always", Debian's default, on its 7.2 where a mapping of 4 MiB
+	 * or more is PMD-aligned; mTHP) would make the first write to one
+	 * index resident for up to 2 MiB, that is 32 indices' strides, most
+	 * of which no CPU ever touches. EINVAL without THP: nothing to undo.
+	 */
+#ifdef MADV_NOHUGEPAGE
+	(void) madvise(base, (size_t) pool->nr_index * URCU_PERCPU_STRIDE,
+			MADV_NOHUGEPAGE);
+#endif
 	ch->base = (char *) base;
 	ch->pool = pool;
 	chunk_bind_numa(pool, ch->base);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Boot a Debian 12 (linux 6.1) kernel under QEMU with a busybox initramfs,
+# Boot a Debian kernel (Debian 12's linux 6.1 unless URCU_RSEQ_VM_SUITE
+# names another suite) under QEMU with a busybox initramfs,
 # run statically linked test programs inside it and report their TAP output.
 #
 # Usage: run-vm.sh [options] TEST... 
@@ -31,6 +32,8 @@ Options:
 Environment:
   ARCH                        x86_64 (default on amd64 hosts) or aarch64
   URCU_RSEQ_VM_CPUS           vCPUs (default 8 on x86_64, 4 on aarch64)
+  URCU_RSEQ_VM_MAXCPUS        possible CPUs (default URCU_RSEQ_VM_CPUS): the
+                              others are absent, as hotpluggable CPUs are
   URCU_RSEQ_VM_MEM            guest memory (default 2G)
   URCU_RSEQ_VM_KERNEL_ARGS    extra kernel command line arguments
   URCU_RSEQ_VM_CACHE          download cache (default \$XDG_CACHE_HOME/liburcu-rseq-vm
@@ -41,6 +44,11 @@ Environment:
   URCU_RSEQ_VM_KERNEL         use this kernel image instead of the Debian package
   URCU_RSEQ_VM_KERNEL_PKG     Debian kernel package to use (default: what
                               linux-image-<debarch> depends on, a 6.1 kernel)
+  URCU_RSEQ_VM_SUITE          take the kernel from this Debian suite instead
+                              (trixie: 6.12, sid: 7.x), through an apt index
+                              of its own under the cache
+  URCU_RSEQ_VM_MIRROR         archive for URCU_RSEQ_VM_SUITE
+                              (default http://deb.debian.org/debian)
   URCU_RSEQ_VM_NO_INSTALL=1   never run apt-get install/update (fail instead)
   URCU_RSEQ_VM_VERBOSE=1      echo the serial console to stderr while it runs
 EOF
@@ -84,6 +92,8 @@ esac
 HOST_DEBARCH=$(dpkg --print-architecture)
 
 CPUS=${URCU_RSEQ_VM_CPUS:-$DEFAULT_CPUS}
+MAXCPUS=${URCU_RSEQ_VM_MAXCPUS:-$CPUS}
+SUITE=${URCU_RSEQ_VM_SUITE:-}
 MEM=${URCU_RSEQ_VM_MEM:-2G}
 TEST_TIMEOUT=${URCU_RSEQ_VM_TEST_TIMEOUT:-600}
 VM_TIMEOUT=${URCU_RSEQ_VM_TIMEOUT:-900}
@@ -96,6 +106,8 @@ else
 fi
 OUTDIR=${URCU_RSEQ_VM_OUTDIR:-$PWD/vm-run-$ARCH}
 case $CPUS in ''|*[!0-9]*) die "URCU_RSEQ_VM_CPUS must be a number" ;; esac
+case $MAXCPUS in ''|*[!0-9]*) die "URCU_RSEQ_VM_MAXCPUS must be a number" ;; esac
+[ "$MAXCPUS" -ge "$CPUS" ] || die "URCU_RSEQ_VM_MAXCPUS below URCU_RSEQ_VM_CPUS"
 mkdir -p "$CACHE/$DEBARCH" || die "cannot create cache dir $CACHE"
 CACHE=$(cd "$CACHE" && pwd)
 ACACHE=$CACHE/$DEBARCH
@@ -144,27 +156,39 @@ ensure_foreign_arch() {
 	apt_update
 }
 
-# apt-get download PKG and unpack it (or only the members matching the
-# tar pattern MEMBERS) under DIR, once.  Usage: fetch_deb PKG DIR [MEMBERS]
+# apt-get download PKG and unpack it (or only the members matching one of
+# the tar patterns MEMBERS) under DIR, once.  Usage: fetch_deb PKG DIR
+# [MEMBERS...].  FETCH_APT: extra apt options (another suite's index).
+FETCH_APT=()
 fetch_deb() {
 	local pkg=$1 dir=$2 deb
+	shift 2
 	[ -e "$dir/.unpacked" ] && return 0
 	mkdir -p "$ACACHE/debs" && rm -rf "$dir" && mkdir -p "$dir" || die "mkdir $dir"
 	deb=$(ls "$ACACHE/debs/${pkg%%:*}"_*"_$DEBARCH.deb" 2>/dev/null | tail -n 1)
 	if [ -z "$deb" ]; then
 		note "apt-get download $pkg"
 		# apt's _apt sandbox user may not write into the cache; fine.
-		(cd "$ACACHE/debs" && apt-get download -q "$pkg" >&2) ||
-			{ apt_update; (cd "$ACACHE/debs" && apt-get download -q "$pkg" >&2); } ||
+		(cd "$ACACHE/debs" && apt-get "${FETCH_APT[@]}" download -q "$pkg" >&2) ||
+			{ [ ${#FETCH_APT[@]} = 0 ] && apt_update &&
+			  (cd "$ACACHE/debs" && apt-get download -q "$pkg" >&2); } ||
 			die "apt-get download $pkg failed"
 		deb=$(ls "$ACACHE/debs/${pkg%%:*}"_*"_$DEBARCH.deb" 2>/dev/null | tail -n 1)
 		[ -n "$deb" ] || die "download of $pkg produced no .deb"
 	fi
-	if [ -n "${3:-}" ]; then
+	if [ $# -gt 0 ]; then
 		# Only some members (the kernel package is mostly modules,
-		# which the VM does not use).
-		dpkg-deb --fsys-tarfile "$deb" | (cd "$dir" && tar -x --wildcards "$3") ||
-			die "unpacking $3 from $deb failed"
+		# which the VM does not use), found by any of the patterns.
+		local members=() m p
+		while IFS= read -r m; do
+			for p in "$@"; do
+				# shellcheck disable=SC2053 # a glob match is wanted
+				[[ $m == $p ]] && { members+=("$m"); break; }
+			done
+		done < <(dpkg-deb --fsys-tarfile "$deb" | tar -t)
+		[ ${#members[@]} -gt 0 ] || die "nothing matching $* in $deb"
+		dpkg-deb --fsys-tarfile "$deb" | (cd "$dir" && tar -x "${members[@]}") ||
+			die "unpacking $* from $deb failed"
 	else
 		dpkg-deb -x "$deb" "$dir" || die "dpkg-deb -x $deb failed"
 	fi
@@ -228,6 +252,43 @@ EOF
 	mv "$env.tmp" "$env"
 }
 
+# A Debian suite's own package index, kept under the cache (apt state
+# apart from the host's): the kernel of another release is downloaded from
+# it without touching the host's sources.  Sets SUITE_APT (apt options).
+SUITE_APT=()
+suite_apt_setup() {
+	local dir=$ACACHE/apt-$SUITE mirror=${URCU_RSEQ_VM_MIRROR:-http://deb.debian.org/debian}
+	local keyring=/usr/share/keyrings/debian-archive-keyring.gpg opt=""
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" || die "mkdir $dir"
+	[ -r "$keyring" ] && opt="[signed-by=$keyring] "
+	echo "deb $opt$mirror $SUITE main" >"$dir/sources.list"
+	# A snapshot of sid (or any archive copy) may carry an expired
+	# Valid-Until: the kernel is wanted all the same.
+	SUITE_APT=(-o "Dir::Etc::SourceList=$dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+		-o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache"
+		-o Dir::State::status=/dev/null -o "APT::Architecture=$DEBARCH"
+		-o "APT::Architectures=$DEBARCH" -o Acquire::Check-Valid-Until=false)
+	if [ -z "$(find "$dir/lists" -name '*_Packages*' -mmin -1440 2>/dev/null)" ] ||
+	   [ "${URCU_RSEQ_VM_REFRESH:-0}" = 1 ]; then
+		note "apt-get update ($SUITE)"
+		apt-get "${SUITE_APT[@]}" update -qq >&2 ||
+			note "apt-get update for $SUITE failed; using what is cached"
+	fi
+}
+
+# The kernel package of SUITE: what linux-image-<debarch> depends on.  In
+# sid (Linux 7.2) linux-image-X is itself no more than a dependency on
+# linux-binary-X, which holds the image (as usr/lib/modules/*/vmlinuz).
+suite_kernel_pkg() {
+	local meta=linux-image-$DEBARCH name binary
+	name=$(apt-cache "${SUITE_APT[@]}" depends "$meta" 2>/dev/null |
+		sed -n "s/^ *Depends: \(linux-image-[0-9][^ :]*-$DEBARCH\)\(:$DEBARCH\)\{0,1\}\$/\1/p" | head -n 1)
+	[ -n "$name" ] || return 0
+	binary=$(apt-cache "${SUITE_APT[@]}" depends "$name" 2>/dev/null |
+		sed -n "s/^ *Depends: \(linux-binary-[0-9][^ :]*\)\(:$DEBARCH\)\{0,1\}\$/\1/p" | head -n 1)
+	echo "${binary:-$name}"
+}
+
 # Sets KERNEL (path to the image) and KERNEL_NAME.
 setup_kernel() {
 	if [ -n "${URCU_RSEQ_VM_KERNEL:-}" ]; then
@@ -236,32 +297,48 @@ setup_kernel() {
 		return 0
 	fi
 	ensure_foreign_arch
-	local pkg=${URCU_RSEQ_VM_KERNEL_PKG:-} memo=$ACACHE/kernel-pkg
+	local pkg=${URCU_RSEQ_VM_KERNEL_PKG:-} memo=$ACACHE/kernel-pkg${SUITE:+-$SUITE}
+	[ -z "$SUITE" ] || suite_apt_setup
 	# apt-cache is slow: resolve the package name at most once a day.
 	if [ -z "$pkg" ] && [ "${URCU_RSEQ_VM_REFRESH:-0}" != 1 ] &&
 	   [ -n "$(find "$memo" -mmin -1440 2>/dev/null)" ]; then
 		pkg=$(cat "$memo")
 	fi
 	if [ -z "$pkg" ]; then
-		pkg=$(kernel_pkg_name)
-		if [ -z "$pkg" ]; then
-			apt_update
+		if [ -n "$SUITE" ]; then
+			pkg=$(suite_kernel_pkg)
+		else
 			pkg=$(kernel_pkg_name)
+			if [ -z "$pkg" ]; then
+				apt_update
+				pkg=$(kernel_pkg_name)
+			fi
 		fi
 		[ -n "$pkg" ] && echo "$pkg" >"$memo"
 	fi
 	if [ -z "$pkg" ]; then
 		# Offline and no index: use whatever is cached.
-		pkg=$(ls -d "$ACACHE"/kernel/linux-image-* 2>/dev/null | sort -V | tail -n 1)
-		pkg=${pkg##*/}
-		[ -n "$pkg" ] || die "cannot find a linux-image-6.1 package for $DEBARCH"
+		if [ -n "$SUITE" ]; then
+			pkg=$(cat "$memo" 2>/dev/null)
+		else
+			pkg=$(ls -d "$ACACHE"/kernel/linux-image-6.1.* 2>/dev/null | sort -V | tail -n 1)
+			pkg=${pkg##*/}
+		fi
+		[ -n "$pkg" ] && [ -d "$ACACHE/kernel/$pkg" ] ||
+			die "cannot find a kernel package for $DEBARCH${SUITE:+ in $SUITE}"
 	fi
 	local q=$pkg
 	[ "$DEBARCH" = "$HOST_DEBARCH" ] || q=$pkg:$DEBARCH
-	fetch_deb "$q" "$ACACHE/kernel/$pkg" './boot/vmlinuz-*'
-	KERNEL=$(ls "$ACACHE/kernel/$pkg"/boot/vmlinuz-* 2>/dev/null | head -n 1)
-	[ -n "$KERNEL" ] || die "no /boot/vmlinuz-* in $pkg"
-	KERNEL_NAME=${KERNEL##*/vmlinuz-}
+	FETCH_APT=("${SUITE_APT[@]}")
+	fetch_deb "$q" "$ACACHE/kernel/$pkg" './boot/vmlinuz-*' './usr/lib/modules/*/vmlinuz'
+	FETCH_APT=()
+	KERNEL=$(ls "$ACACHE/kernel/$pkg"/boot/vmlinuz-* \
+		"$ACACHE/kernel/$pkg"/usr/lib/modules/*/vmlinuz 2>/dev/null | head -n 1)
+	[ -n "$KERNEL" ] || die "no /boot/vmlinuz-* nor /usr/lib/modules/*/vmlinuz in $pkg"
+	case $KERNEL in
+	*/usr/lib/modules/*) KERNEL_NAME=${KERNEL%/vmlinuz} KERNEL_NAME=${KERNEL_NAME##*/} ;;
+	*) KERNEL_NAME=${KERNEL##*/vmlinuz-} ;;
+	esac
 }
 
 # Sets BUSYBOX (a static busybox for the guest).
@@ -396,9 +473,17 @@ INITRD=$OUTDIR/initramfs.cpio.gz
 
 # ---------------------------------------------------------------- boot
 
-APPEND="console=$CONSOLE quiet panic=-1 rdinit=/init ${URCU_RSEQ_VM_KERNEL_ARGS:-}"
+APPEND="console=$CONSOLE quiet panic=-1 rdinit=/init"
+# TCG's TSC runs unevenly against the emulated HPET: without tsc=reliable
+# the clocksource watchdog of recent kernels (one 7.2 boot) may mark it
+# unstable and oops while switching. no_timer_check: on a loaded host the
+# boot-time check that the timer interrupt arrives through the IO-APIC may
+# see too few ticks and panic ("IO-APIC + timer doesn't work", one 7.2
+# boot with 64 possible CPUs).
+[ "$ARCH" = x86_64 ] && APPEND="$APPEND tsc=reliable no_timer_check"
+APPEND="$APPEND ${URCU_RSEQ_VM_KERNEL_ARGS:-}"
 # shellcheck disable=SC2054 # the commas are QEMU option syntax
-QEMU_ARGS=(-accel tcg,thread=multi -smp "$CPUS" -m "$MEM" -nographic -no-reboot -nic none
+QEMU_ARGS=(-accel tcg,thread=multi -smp "$CPUS,maxcpus=$MAXCPUS" -m "$MEM" -nographic -no-reboot -nic none
 	-kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND")
 case $ARCH in
 x86_64) QEMU_ARGS+=(-cpu max) ;;
@@ -470,7 +555,7 @@ BOOT="?" GUEST_BOOT="?"
 [ -s "$OUTDIR/booted" ] && BOOT=$(fmt "$(cat "$OUTDIR/booted") - $BOOT_T0")
 [ -s "$OUTDIR/logs/vm-start" ] && GUEST_BOOT=$(sed -n 's/.* uptime=//p' "$OUTDIR/logs/vm-start")
 
-echo "# VM: arch=$ARCH kernel=$KERNEL_NAME cpus=$CPUS mem=$MEM"
+echo "# VM: arch=$ARCH kernel=$KERNEL_NAME cpus=$CPUS possible=$MAXCPUS mem=$MEM"
 echo "1..${#NAMES[@]}"
 FAIL=0 I=0 NOK=0 NNOTOK=0
 for name in "${NAMES[@]}"; do

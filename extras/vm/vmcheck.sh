@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Entry point for "make vmcheck": run statically linked test programs of a
-# build directory in a Debian 12 (linux 6.1) VM.
+# build directory in a VM on Debian 12's linux 6.1, or on the kernel of the
+# suite URCU_RSEQ_VM_SUITE names (trixie, sid).
 #
 # Usage: vmcheck.sh BUILDDIR ARCH [TEST...]
 #   ARCH   x86_64, aarch64 (or amd64, arm64, native)
@@ -12,7 +13,7 @@
 # Options for run-vm.sh (e.g. --file, --env) may be given in $VMCHECK_FLAGS.
 #
 # The VM cache defaults to BUILDDIR/vm-cache, the run directory to
-# BUILDDIR/vm-run-ARCH (per-test TAP logs in its logs/ subdirectory); the
+# BUILDDIR/vm-run-ARCH[-SUITE] (per-test TAP logs in its logs/ subdirectory); the
 # URCU_RSEQ_VM_* variables described in extras/vm/README.md still apply.
 # Exit status: 0 if every test passed, 1 if one failed or the VM did not
 # finish, 2 on a usage or setup error.
@@ -44,7 +45,7 @@ fi
 
 cd "$builddir" || exit 2
 : "${URCU_RSEQ_VM_CACHE:=$builddir/vm-cache}"
-: "${URCU_RSEQ_VM_OUTDIR:=$builddir/vm-run-$arch}"
+: "${URCU_RSEQ_VM_OUTDIR:=$builddir/vm-run-$arch${URCU_RSEQ_VM_SUITE:+-$URCU_RSEQ_VM_SUITE}}"
 export URCU_RSEQ_VM_CACHE URCU_RSEQ_VM_OUTDIR
 # shellcheck disable=SC2086 # word splitting wanted
 ARCH=$arch exec "$here/run-vm.sh" ${VMCHECK_FLAGS:-} -- "$@"

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <urcu/uatomic.h>
@@ -25,7 +26,20 @@
 
 #define SLOT_STRIDE	16	/* intptr_t: 128 bytes between CPUs' slots */
 
+#ifndef AT_RSEQ_FEATURE_SIZE
+#define AT_RSEQ_FEATURE_SIZE	27
+#endif
+#ifndef AT_RSEQ_ALIGN
+#define AT_RSEQ_ALIGN		28
+#endif
+
+/* glibc >= 2.35; weak, so that the test links with other C libraries. */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
 static int nr_cpus;
+/* rseq system calls made through syscall(), that is by the library. */
+static volatile int rseq_syscalls;
 
 /* Retry an operation until it commits or fails its comparison. */
 #define RSEQ_RETRY(mode, idx, op)					\
@@ -113,6 +127,108 @@ static void test_mm_cid(void)
 	ok(bad == 0, "mm_cid of 8 threads within [0, %d)", nr_cpus);
 	ok(urcu_rseq_index_mode(URCU_RSEQ_INDEX_MM_CID) == URCU_RSEQ_INDEX_MM_CID,
 		"mm_cid mode granted");
+}
+
+/*
+ * The fields the layer calls valid, derived here on its own: the kernel
+ * fills node_id (24 bytes) and mm_cid (28) when both its feature size
+ * (AT_RSEQ_FEATURE_SIZE: none before Linux 6.3, 28 on 6.3 to 7.0, 33 on
+ * 7.1+) and the registered length cover them. glibc 2.41+ publishes its
+ * registered feature size in __rseq_size (28 or 33); 2.35 to 2.40 publish
+ * 20 for an area of 32 bytes; our own area is registered with the feature
+ * size, rounded up to AT_RSEQ_ALIGN.
+ */
+static void test_fields(void)
+{
+	unsigned long feat = getauxval(AT_RSEQ_FEATURE_SIZE);
+	bool glibc = &__rseq_size && &__rseq_offset && __rseq_size > 0
+		&& !getenv("URCU_RSEQ_DISABLE");
+	unsigned long align = getauxval(AT_RSEQ_ALIGN), len, covered;
+	bool node_valid, cid_valid;
+	cpu_set_t saved, set;
+	int cpu, tried = 0, good = 0;
+	unsigned int gcpu, gnode;
+
+	if (!feat)
+		feat = 20;
+	if (glibc) {
+		len = __rseq_size < 32 ? 32 : __rseq_size;
+	} else {
+		if (!align)
+			align = 32;
+		len = feat <= 32 ? 32 : (feat + align - 1) / align * align;
+	}
+	covered = feat < len ? feat : len;
+	node_valid = covered >= URCU_RSEQ_FEATURE_SIZE_NODE_ID;
+	cid_valid = covered >= URCU_RSEQ_FEATURE_SIZE_MM_CID;
+	diag("AT_RSEQ_FEATURE_SIZE %lu, __rseq_size %u", getauxval(
+		AT_RSEQ_FEATURE_SIZE), &__rseq_size ? __rseq_size : 0);
+	ok(glibc == !!(urcu_rseq_features & URCU_RSEQ_FEATURE_GLIBC_AREA)
+		&& (!glibc || (char *) urcu_rseq_area() == (char *)
+			urcu_rseq_thread_pointer() + __rseq_offset),
+		"the area is glibc's exactly when glibc registered one");
+	ok(node_valid == !!(urcu_rseq_features & URCU_RSEQ_FEATURE_NODE_ID)
+		&& cid_valid == !!(urcu_rseq_features & URCU_RSEQ_FEATURE_MM_CID),
+		"node_id %s and mm_cid %s, as feature size %lu and registered "
+		"length %lu say", node_valid ? "valid" : "absent",
+		cid_valid ? "valid" : "absent", feat, len);
+	/* The node the layer reports is getcpu()'s, on every CPU. */
+	sched_getaffinity(0, sizeof(saved), &saved);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &saved))
+			continue;
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			continue;
+		tried++;
+		if (syscall(SYS_getcpu, &gcpu, &gnode, NULL) == 0
+				&& (int) gcpu == cpu
+				&& urcu_rseq_node() == (int) gnode)
+			good++;
+	}
+	sched_setaffinity(0, sizeof(saved), &saved);
+	ok(tried > 0 && good == tried,
+		"urcu_rseq_node() equals getcpu()'s node on every CPU (%d/%d)",
+		good, tried);
+}
+
+static void *no_register_thread(void *arg)
+{
+	int *bad = arg;
+
+	*bad = urcu_rseq_thread_register() != 0 || urcu_rseq_cpu() < 0
+		|| urcu_rseq_index(URCU_RSEQ_INDEX_CPU) < 0
+		|| urcu_rseq_thread_unregister() != 0 || !urcu_rseq_available();
+	(void) urcu_rseq_mm_cid();
+	(void) urcu_rseq_node();
+	return NULL;
+}
+
+/*
+ * Over glibc's registration the library makes no rseq system call of its
+ * own, in a thread glibc created either: a second registration would fail
+ * (EINVAL, another area) or, worse, unregister glibc's area. glibc's own
+ * registration does not go through syscall() and is not counted.
+ */
+static void test_no_register_over_glibc(void)
+{
+	pthread_t t;
+	int bad = 1, calls;
+
+	if (!(urcu_rseq_features & URCU_RSEQ_FEATURE_GLIBC_AREA)) {
+		skip(1, "glibc did not register: the library's own area is used");
+		return;
+	}
+	rseq_syscalls = 0;
+	(void) urcu_rseq_thread_register();
+	(void) urcu_rseq_thread_unregister();
+	(void) urcu_rseq_thread_register();
+	if (pthread_create(&t, NULL, no_register_thread, &bad) == 0)
+		pthread_join(t, NULL);
+	calls = rseq_syscalls;
+	ok(calls == 0 && !bad && urcu_rseq_available(),
+		"over glibc's area: %d rseq system calls by the library", calls);
 }
 
 struct node {
@@ -623,6 +739,8 @@ long syscall(long nr, ...)
 	va_end(ap);
 	if (!real)
 		real = (long (*)(long, ...)) dlsym(RTLD_NEXT, "syscall");
+	if (nr == __NR_rseq)
+		rseq_syscalls++;
 	if (nr == __NR_rseq && race_armed && a[2] == 0) {
 		race_armed = 0;
 		raise(SIGUSR2);
@@ -755,6 +873,8 @@ int main(int argc, char **argv)
 	test_register_race(argv[0]);
 	test_cpu_numbers();
 	test_mm_cid();
+	test_fields();
+	test_no_register_over_glibc();
 	test_ops(URCU_RSEQ_INDEX_CPU, "cpu");
 	if (urcu_rseq_features & URCU_RSEQ_FEATURE_MM_CID)
 		test_ops(URCU_RSEQ_INDEX_MM_CID, "mm_cid");
