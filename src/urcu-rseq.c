@@ -1256,7 +1256,7 @@ const struct rcu_flavor_struct urcu_rseq_flavor = {
 	.barrier = urcu_rseq_barrier,
 	.register_rculfhash_atfork = urcu_rseq_register_rculfhash_atfork,
 	.unregister_rculfhash_atfork = urcu_rseq_unregister_rculfhash_atfork,
-#ifdef HAVE_STRUCT_RCU_FLAVOR_STRUCT_UPDATE_START_POLL_SYNCHRONIZE_RCU
+#ifdef HAVE_URCU_GP_POLL
 	.update_start_poll_synchronize_rcu =
 		urcu_rseq_start_poll_synchronize_rcu,
 	.update_poll_state_synchronize_rcu =

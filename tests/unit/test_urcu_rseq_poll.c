@@ -87,7 +87,7 @@ static void test_fork(void)
 
 static void test_flavor(void)
 {
-#ifdef HAVE_STRUCT_RCU_FLAVOR_STRUCT_UPDATE_START_POLL_SYNCHRONIZE_RCU
+#ifdef HAVE_URCU_GP_POLL
 	ok(rcu_flavor.update_start_poll_synchronize_rcu
 			== urcu_rseq_start_poll_synchronize_rcu
 		&& rcu_flavor.update_poll_state_synchronize_rcu
