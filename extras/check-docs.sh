@@ -3,6 +3,10 @@
 # TAP: the documentation says what the headers export.
 # - Each page of doc/ with an "## API" section lists, in that section,
 #   every function and variable its header exports (URCU_RSEQ_API).
+# - The README and the pages below quote no measured speed (a ratio such
+#   as "1.3x" or "0.6-1.0x", a "median of"): such figures belong to the
+#   report of `make bench`, which states the machine, the date and the
+#   spread; the pages point to its rows instead.
 #
 # usage: check-docs.sh [top_srcdir]
 top=${1:-${top_srcdir:-.}}
@@ -27,6 +31,14 @@ for pair in cond.h:cond.md mutex.h:mutex.md wait.h:wait.md rseq.h:rseq.md \
 		printf '%s\n' "$api" | grep -qw "$name"
 		ok $? "$name is in the API section of doc/${pair#*:}"
 	done
+done
+
+for page in README.md doc/cond.md doc/urcu-rseq.md doc/wait.md; do
+	figures=$(grep -nE '(^|[^[:alnum:]_.])[0-9]+(\.[0-9]+)?(-[0-9]+(\.[0-9]+)?)?x([^[:alnum:]_]|$)|median of' \
+		"$top/$page")
+	test -z "$figures"
+	ok $? "$page quotes no measured ratio or median (make bench's report does)" ||
+		printf '%s\n' "$figures" | sed 's/^/# /'
 done
 
 tap_finish
