@@ -108,11 +108,19 @@ table()
 		if (!(k in hi) || $6 + 0 > hi[k]) hi[k] = $6 + 0
 		next
 	}
+	FNR == 1 { pass++ }
+	# The group compares its cases only when the baseline it names is one
+	# of them (the "ceiling" groups name "none").
+	pass == 1 { if ($1 == p && $2 == g) { is_case[$3] = 1; if ($4 != "-") named = $4 }; next }
+	FNR == 1 && pass == 2 { compared = (named in is_case) }
 	FNR == 1 || $1 != p || $2 != g { next }
 	{
 		if (!started) {
 			base = ($4 == "-") ? $3 : $4
-			printf "\nbaseline: %s\n\n", base
+			if (compared)
+				printf "\nbaseline: %s\n\n", base
+			else
+				printf "\nno baseline: each case stands alone\n\n"
 			print "| case | threads | ns/op (median) | spread ns/op (min-max) | ops/s | ratio | CPU ns/op | reps |"
 			print "|---|---:|---:|---:|---:|---:|---:|---:|"
 			started = 1
@@ -120,10 +128,10 @@ table()
 		k = $3 SUBSEP $5
 		spread = (k in lo) ? sprintf("%.2f-%.2f", lo[k], hi[k]) : "n/a"
 		ratio = ($7 == "nan") ? "n/a" : sprintf("%.2f", $7)
-		name = ($4 == "-") ? $3 " (baseline)" : $3
+		name = ($4 == "-" && compared) ? $3 " (baseline)" : $3
 		printf "| %s | %d | %.2f | %s | %.0f | %s | %.2f | %s |\n", \
 			name, $5, $6, spread, $8, ratio, $9, $10
-	}' "$samples" "$tsv"
+	}' "$samples_or_null" "$tsv" "$tsv"
 }
 
 # Throughput against threads of one group: $1 program, $2 group, $3 PNG.
@@ -243,12 +251,17 @@ plots()
 	done
 	f=$out/data/$1-cases.dat
 	multi_groups "$1" > "$out/data/$1-multi.txt"
+	# A case is a baseline when another case of its group names it (the
+	# cases of a group like "ceiling" name "none" and stand alone).
 	awk -F '\t' -v p="$1" '
 	FILENAME == ARGV[1] { multi[$0] = 1; next }
+	FNR == 1 { pass++ }
+	pass == 1 { if ($1 == p) { is_case[$2, $3] = 1; if ($4 != "-") named[$2] = $4 }; next }
 	FNR > 1 && $1 == p && !($2 in multi) {
+		base = ($4 == "-" && ($2 in named) && (($2, named[$2]) in is_case))
 		printf "\"%s / %s (%d thr%s)\" %s %d\n", $2, $3, $5, \
-			($4 == "-") ? ", baseline" : "", $6, ($4 == "-")
-	}' "$out/data/$1-multi.txt" "$tsv" > "$f"
+			base ? ", baseline" : "", $6, base
+	}' "$out/data/$1-multi.txt" "$tsv" "$tsv" > "$f"
 	[ -s "$f" ] && bars_plot "$1: ns per operation, groups run at one thread count (lower is better)" \
 		"$f" "$out/$1-cases.png" 'ns per operation (log scale)'
 	f=$out/data/$1-latency.dat
@@ -272,6 +285,8 @@ image()
 	echo "![$1]($1)"
 }
 
+samples_or_null=$samples
+[ -f "$samples" ] || samples_or_null=/dev/null
 programs=$(awk -F '\t' 'NR > 1 { print $1 }' "$tsv" | uniq)
 for prog in $programs; do
 	plots "$prog"
