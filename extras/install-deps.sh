@@ -3,26 +3,39 @@
 # Install what liburcu-rseq needs to build, test and benchmark on Debian 12
 # (and derivatives). Idempotent: installs only what is missing, runs
 # `apt-get update` only then, and prints nothing when all is present.
+# Says which packages it installs and why, then shows apt-get's progress.
 #
-# usage: extras/install-deps.sh [--vm]
-#   --vm   also the packages for the VM test runner (qemu, busybox)
+# usage: extras/install-deps.sh [--vm] [--list]
+#   --vm    also the packages for the VM test runner (qemu, busybox)
+#   --list  print the packages (all of them, missing or not) and exit
 set -eu
 
-packages="build-essential autoconf automake libtool pkg-config
-liburcu-dev libseccomp-dev libnuma-dev gnuplot-nox libck-dev valgrind
-spin abigail-tools libgoogle-perftools-dev"
+# One group a line: what it is for, then its packages.
+groups="build: build-essential autoconf automake libtool pkg-config liburcu-dev libnuma-dev
+tests: libseccomp-dev valgrind spin abigail-tools
+man pages (make check renders them, man reads them): groff-base man-db
+benchmarks: gnuplot-nox libck-dev libgoogle-perftools-dev"
 # The kernel itself is fetched by extras/vm/run-vm.sh with apt-get download.
-vm_packages="qemu-system-x86 busybox-static cpio"
+vm_group="VM tests (make vmcheck): qemu-system-x86 busybox-static cpio"
 
+list=no
 for arg in "$@"; do
 	case $arg in
-	--vm) packages="$packages $vm_packages" ;;
+	--vm) groups="$groups
+$vm_group" ;;
+	--list) list=yes ;;
 	-h|--help)
-		sed -n '3,8p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0 ;;
 	*) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
 	esac
 done
+
+packages=$(printf '%s\n' "$groups" | sed 's/^[^:]*: //' | tr '\n' ' ')
+if [ "$list" = yes ]; then
+	printf '%s\n' $packages
+	exit 0
+fi
 
 command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 || {
 	echo "install-deps.sh: needs apt-get and dpkg (Debian or Ubuntu);" \
@@ -30,11 +43,28 @@ command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 || {
 	exit 1
 }
 
+is_installed()
+{
+	[ "$(dpkg-query -W -f '${db:Status-Status}' "$1" 2>/dev/null || true)" = installed ]
+}
+
+# The missing packages, and one line per group saying what they are for.
 missing=
-for p in $packages; do
-	status=$(dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null || true)
-	[ "$status" = installed ] || missing="$missing $p"
-done
+plan=
+nl='
+'
+while IFS= read -r line; do
+	what=${line%%: *}
+	group_missing=
+	for p in ${line#*: }; do
+		is_installed "$p" || group_missing="$group_missing $p"
+	done
+	[ -n "$group_missing" ] || continue
+	missing="$missing$group_missing"
+	plan="$plan  $what:$group_missing$nl"
+done <<END
+$groups
+END
 [ -n "$missing" ] || exit 0
 
 if [ "$(id -u)" -eq 0 ]; then
@@ -46,8 +76,26 @@ else
 	exit 1
 fi
 
-echo "install-deps.sh: installing$missing" >&2
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
+printf 'install-deps.sh: installing (with what they depend on)\n%s' "$plan" >&2
+
+# apt-get's own progress (one line per download and per package set up),
+# without the fancy progress bar and without debconf's notes on stderr
+# ("debconf: delaying package configuration, since apt-utils is not
+# installed", its frontend fallbacks): nothing is asked, the defaults are
+# taken. The status file carries apt-get's exit status through the pipe.
+status_file=$(mktemp)
+trap 'rm -f "$status_file"' EXIT
+apt()
+{
+	{ $sudo env DEBIAN_FRONTEND=noninteractive DEBCONF_NONINTERACTIVE_SEEN=true \
+		apt-get -q -o Dpkg::Progress-Fancy=false -o Dpkg::Use-Pty=false "$@" 2>&1
+		echo $? >"$status_file"
+	} | grep -v -e '^debconf: ' -e '^dpkg-preconfigure: ' >&2 || true
+	return "$(cat "$status_file")"
+}
+echo "install-deps.sh: apt-get update" >&2
+apt update
+echo "install-deps.sh: apt-get install" >&2
 # shellcheck disable=SC2086
-$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+apt install -y --no-install-recommends $missing
+echo "install-deps.sh: done" >&2
