@@ -90,6 +90,7 @@ struct urcu_percpu_cache *urcu_percpu_cache_create(size_t obj_size,
 	size_t page = (size_t) sysconf(_SC_PAGESIZE), align;
 	struct cache_priv *p;
 
+	urcu_rseq_percpu_fork_register();
 	if (attr)
 		a = *attr;
 	align = a.align ? a.align : alignof(max_align_t);

@@ -60,6 +60,7 @@ struct urcu_percpu_counter *urcu_percpu_counter_create(unsigned int flags)
 	bool mm_cid = flags & URCU_PERCPU_MM_CID;
 	int mode;
 
+	urcu_rseq_percpu_fork_register();
 	if (flags & ~URCU_PERCPU_MM_CID) {
 		errno = EINVAL;
 		return NULL;

@@ -2,6 +2,11 @@
 /*
  * The one pthread_atfork() registration of the per-CPU primitives; the
  * order is explained in percpu-fork.h.
+ *
+ * A static link takes this object from the archive only because the
+ * create functions call urcu_rseq_percpu_fork_register(): nothing else
+ * refers to it, and without that call its constructor would be left out
+ * with it and a child would inherit the parent's locks held.
  */
 #include <pthread.h>
 
@@ -34,7 +39,19 @@ static void fork_child(void)
 	urcu_rseq_cache_fork_child();
 }
 
-static void __attribute__((constructor)) percpu_fork_init(void)
+static void fork_register(void)
 {
 	(void) pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void urcu_rseq_percpu_fork_register(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	(void) pthread_once(&once, fork_register);
+}
+
+static void __attribute__((constructor)) percpu_fork_init(void)
+{
+	urcu_rseq_percpu_fork_register();
 }

@@ -41,6 +41,14 @@
 	__attribute__((visibility("hidden")))				\
 	void urcu_rseq_##mod##_fork_child(void)
 
+/*
+ * Registers the hooks once (also done by a constructor); every create
+ * function calls it first, before it takes any lock, so that a static
+ * link keeps the registration.
+ */
+__attribute__((visibility("hidden")))
+void urcu_rseq_percpu_fork_register(void);
+
 URCU_RSEQ_FORK_HOOKS(cache);
 URCU_RSEQ_FORK_HOOKS(freelist);
 URCU_RSEQ_FORK_HOOKS(lock);

@@ -68,6 +68,7 @@ struct urcu_percpu_freelist *urcu_percpu_freelist_create(unsigned int flags)
 	struct freelist_priv *p;
 	int i;
 
+	urcu_rseq_percpu_fork_register();
 	if (flags & ~URCU_PERCPU_MM_CID) {
 		errno = EINVAL;
 		return NULL;

@@ -47,6 +47,7 @@ struct urcu_percpu_lock *urcu_percpu_lock_create(unsigned int flags)
 	void *mem;
 	int nr, i;
 
+	urcu_rseq_percpu_fork_register();
 	if (flags & ~URCU_PERCPU_MM_CID) {
 		errno = EINVAL;
 		return NULL;

@@ -70,6 +70,7 @@ struct urcu_percpu_pool *urcu_percpu_pool_create(size_t item_len,
 	unsigned int known = URCU_PERCPU_MM_CID | URCU_PERCPU_NUMA
 		| URCU_PERCPU_NO_NUMA;
 
+	urcu_rseq_percpu_fork_register();
 	if (!attr)
 		attr = &def;
 	if (item_len == 0 || item_len > URCU_PERCPU_STRIDE
