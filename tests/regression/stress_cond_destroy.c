@@ -154,7 +154,12 @@ static void broadcaster(struct stress_thread *t)
 	int held;
 
 	pthread_mutex_lock(&mutex);
-	while (!stress_should_stop(t)) {
+	/*
+	 * At least one round, however late the threads got going: the
+	 * checks below mean nothing without one (a loaded machine under
+	 * ASan once finished none in 500 ms).
+	 */
+	while (!stress_should_stop(t) || !rounds) {
 		memset(slot, 0, sizeof(*slot));
 		slot_clock = stress_rand_below(t, 2) ? CLOCK_MONOTONIC
 			: CLOCK_REALTIME;
