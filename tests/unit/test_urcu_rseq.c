@@ -162,7 +162,7 @@ static void test_fork(void)
  * inside a section), and the child, where neither thread exists, must
  * keep its own section open, then run grace periods and callbacks.
  */
-static int busy_holder_in, busy_holder_release, busy_child_cb;
+static int busy_holder_in, busy_holder_release, busy_syncer_in, busy_child_cb;
 
 static void *busy_holder(void *arg)
 {
@@ -178,6 +178,7 @@ static void *busy_holder(void *arg)
 static void *busy_syncer(void *arg)
 {
 	(void) arg;
+	uatomic_set(&busy_syncer_in, 1);
 	synchronize_rcu();
 	return NULL;
 }
@@ -219,6 +220,12 @@ static void test_fork_busy(void)
 		usleep(100);
 	if (pthread_create(&syncer, NULL, busy_syncer, NULL))
 		bail_out("pthread_create failed");
+	/*
+	 * Past its start-up (under ASan a thread still starting can hold the
+	 * allocator lock that the child's call_rcu worker then needs).
+	 */
+	while (!uatomic_read(&busy_syncer_in))
+		usleep(100);
 	usleep(10000);	/* most likely waiting in synchronize_rcu() now */
 	rcu_read_lock();
 	rcu_read_lock();
