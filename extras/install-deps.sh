@@ -5,8 +5,10 @@
 # `apt-get update` only then, and prints nothing when all is present.
 # Says which packages it installs and why, then shows apt-get's progress.
 #
-# usage: extras/install-deps.sh [--vm] [--list]
+# usage: extras/install-deps.sh [--vm] [--deb] [--list]
 #   --vm    also the packages for the VM test runner (qemu, busybox)
+#   --deb   also the Debian packaging tools (make deb, lintian, autopkgtest)
+#           and debootstrap (extras/first-hour.sh)
 #   --list  print the packages (all of them, missing or not) and exit
 set -eu
 
@@ -17,15 +19,18 @@ man pages (make check renders them, man reads them): groff-base man-db
 benchmarks: gnuplot-nox libck-dev libgoogle-perftools-dev"
 # The kernel itself is fetched by extras/vm/run-vm.sh with apt-get download.
 vm_group="VM tests (make vmcheck): qemu-system-x86 busybox-static cpio"
+deb_group="Debian packages (make deb) and the first-hour replay: debhelper dpkg-dev lintian autopkgtest debootstrap"
 
 list=no
 for arg in "$@"; do
 	case $arg in
 	--vm) groups="$groups
 $vm_group" ;;
+	--deb) groups="$groups
+$deb_group" ;;
 	--list) list=yes ;;
 	-h|--help)
-		sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0 ;;
 	*) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
 	esac
