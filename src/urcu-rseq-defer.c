@@ -49,6 +49,7 @@
 #include <urcu/list.h>
 
 #include <urcu/urcu-rseq.h>
+#include <urcu/static/urcu-rseq.h>
 #include "common.h"
 #include "urcu-rseq-internal.h"
 
