@@ -62,7 +62,7 @@
 #include "tap.h"
 
 /* Longest a self-test run waits for a round it can drop a signal in. */
-#define SELFTEST_MAX_MS	60000
+#define SELFTEST_MAX_MS 60000
 
 struct lw_state {
 	pthread_mutex_t lock;
@@ -320,6 +320,11 @@ int main(void)
 
 	g = stress_start(worker, &s, s.consumers + s.producers, flags);
 	start = now_ms();
+	/*
+	 * Rounds for the run's duration. The self-test goes on until it has
+	 * dropped its signal (at most SELFTEST_MAX_MS): under load, a round
+	 * that ends with a lone blocked consumer can take longer than the run.
+	 */
 	do {
 		unsigned long target;
 
@@ -329,13 +334,9 @@ int main(void)
 		uatomic_inc(&s.round);
 		futex_async(&s.round, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 		lost += finish_round(&s, target, quiet_ms, rounds);
-		/*
-		 * The self-test needs one round that ends with a lone blocked
-		 * consumer; under load that can take longer than the run.
-		 */
-	} while (now_ms() - start < duration
-		|| (selftest && uatomic_read(&s.drop_signal)
-			&& now_ms() - start < SELFTEST_MAX_MS));
+	} while (now_ms() - start < duration ||
+		(selftest && uatomic_read(&s.drop_signal) &&
+			now_ms() - start < SELFTEST_MAX_MS));
 
 	uatomic_set(&s.quit, 1);
 	uatomic_inc(&s.round);	/* a worker about to sleep on the old value */
