@@ -271,9 +271,34 @@ static bool period_idle(unsigned long q)
 	return counter_sum(q) == unlocks;
 }
 
+/*
+ * Between polls for readers: spin a little (a reader running on another
+ * CPU leaves its section within microseconds), then sleep. Not
+ * sched_yield(): a reader preempted inside its section waits in a CPU's
+ * run queue, and an idle CPU pulls it over at once, while a yielding
+ * updater keeps its CPU busy and leaves the reader to wait for the end of
+ * a time slice (milliseconds on a machine with more threads than CPUs).
+ */
+#define GP_SPIN_STEPS	8	/* up to 2^8 pauses */
+#define GP_SLEEP_NS	50000L
+
+static void gp_backoff(unsigned int *step)
+{
+	struct timespec ts = { 0, GP_SLEEP_NS };
+	unsigned int i;
+
+	if (*step < GP_SPIN_STEPS) {
+		for (i = 0; i < (1U << *step); i++)
+			caa_cpu_relax();
+		(*step)++;
+		return;
+	}
+	(void) nanosleep(&ts, NULL);
+}
+
 static void wait_period_idle(unsigned long q)
 {
-	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
+	unsigned int step = 0;
 	uintptr_t unlocks;
 
 	while (!period_idle(q)) {
@@ -282,7 +307,7 @@ static void wait_period_idle(unsigned long q)
 		 * sums look equal, then check for real.
 		 */
 		do {
-			urcu_rseq_backoff(&b);
+			gp_backoff(&step);
 			unlocks = counter_sum(2 + q);
 			cmm_smp_rmb();
 		} while (counter_sum(q) != unlocks);
