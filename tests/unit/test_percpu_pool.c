@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,9 +212,36 @@ static long resident_pages(void)
 	return res;
 }
 
+#ifndef __SANITIZE_THREAD__
+/*
+ * Does a read fault on private anonymous memory map the kernel's zero page?
+ * Some virtual machines' kernels are configured not to (Firecracker guests
+ * booted with pvm_no_zero_page=1): there every page read becomes resident,
+ * in any program, and reading untouched indices costs memory.
+ */
+static bool kernel_maps_zero_page(void)
+{
+	long page = sysconf(_SC_PAGESIZE), before, after, sum = 0;
+	size_t len = 256 * (size_t) page, off;
+	char *p = (char *) mmap(NULL, len, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return true;
+	(void) madvise(p, len, MADV_NOHUGEPAGE);
+	before = resident_pages();
+	for (off = 0; off < len; off += (size_t) page)
+		sum += *(volatile char *) (p + off);
+	after = resident_pages();
+	munmap(p, len);
+	return sum != 0 || after - before < 128;
+}
+#endif
+
 /*
  * Pages of an index that nobody writes are not resident; reading them maps
- * the zero page, which costs no resident memory either.
+ * the zero page, which costs no resident memory either (where the kernel
+ * has a zero page).
  */
 static void test_untouched(void)
 {
@@ -253,9 +281,16 @@ static void test_untouched(void)
 	diag("resident pages not checked under ThreadSanitizer (%ld added)",
 		after - before);
 #else
-	ok(sum == 0 && before > 0 && after - before < (long) npages * 8,
-		"reading 63 untouched indices (%zu pages) adds %ld resident pages",
-		63 * npages, after - before);
+	if (!kernel_maps_zero_page()) {
+		ok(sum == 0, "reading 63 untouched indices reads zeroes");
+		diag("resident pages not checked: this kernel maps no zero page on "
+			"a read fault (%ld pages added, as in any program)",
+			after - before);
+	} else {
+		ok(sum == 0 && before > 0 && after - before < (long) npages * 8,
+			"reading 63 untouched indices (%zu pages) adds %ld resident pages",
+			63 * npages, after - before);
+	}
 #endif
 	for (i = 0; i < 4096; i++)
 		urcu_percpu_free(items[i]);
