@@ -896,7 +896,8 @@ static void fk_worker(struct stress_thread *t)
 	struct timespec ts;
 	unsigned int what;
 
-	while (!stress_should_stop(t)) {
+	/* Thread 0 forks at least once, even if it first runs late. */
+	while (!stress_should_stop(t) || !uatomic_read(&fk_forks)) {
 		if (t->id == 0) {
 			switch (stress_fork_check(fk_child_fn, NULL, 10000)) {
 			case STRESS_FORK_OK:

@@ -473,7 +473,8 @@ static void fork_worker(struct stress_thread *t)
 	unsigned int i, r;
 	pthread_t th;
 
-	while (!stress_should_stop(t)) {
+	/* Thread 0 forks at least once, even if it first runs late. */
+	while (!stress_should_stop(t) || !uatomic_read(&fk.forks)) {
 		if (t->id == 0) {
 			/* Fork holding m[0], while others wait for it. */
 			urcu_mutex_lock(&fk.m[0]);
@@ -483,7 +484,7 @@ static void fork_worker(struct stress_thread *t)
 			res = stress_fork_check(fork_child, NULL, FORK_CHILD_MS);
 			if (fork_holding)	/* fork() failed */
 				fork_parent_unlock();
-			fk.forks++;
+			uatomic_set(&fk.forks, fk.forks + 1);
 			if (res == STRESS_FORK_OK)
 				fk.fork_ok++;
 			else if (res == STRESS_FORK_FAILED)

@@ -167,7 +167,8 @@ static void fk_block_storm(struct stress_thread *t)
 static void fk_worker(struct stress_thread *t)
 {
 	fk_block_storm(t);
-	while (!stress_should_stop(t)) {
+	/* Thread 0 forks at least once, even if it first runs late. */
+	while (!stress_should_stop(t) || !uatomic_read(&fk.forks)) {
 		if (t->id == 0) {
 			switch (stress_fork_check(fk_child, NULL, 10000)) {
 			case STRESS_FORK_OK:
@@ -180,7 +181,7 @@ static void fk_worker(struct stress_thread *t)
 				fk.failed++;
 				break;
 			}
-			fk.forks++;
+			uatomic_set(&fk.forks, fk.forks + 1);
 			usleep(stress_rand_below(t, 1000));
 		} else if (t->id == 1) {
 			(void) urcu_percpu_counter_read_reset(fk.c);

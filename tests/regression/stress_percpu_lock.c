@@ -497,7 +497,7 @@ static void fk_fork(struct stress_thread *st)
 		fk.failed++;
 		break;
 	}
-	fk.forks++;
+	uatomic_set(&fk.forks, fk.forks + 1);
 	if (held >= 0)
 		urcu_percpu_unlock(fk.l, held);
 	usleep(stress_rand_below(st, 1000));
@@ -519,10 +519,15 @@ static void fk_block_storm(struct stress_thread *st)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
+/*
+ * The forking thread forks at least once even when it first runs after
+ * the phase has ended (a loaded or slow machine, few CPUs online): the
+ * others go on until it has.
+ */
 static void fk_worker(struct stress_thread *st)
 {
 	fk_block_storm(st);
-	while (!stress_should_stop(st)) {
+	while (!stress_should_stop(st) || !uatomic_read(&fk.forks)) {
 		if (st->id == 0) {
 			fk_fork(st);
 		} else if (st->id == 1) {
