@@ -4,9 +4,8 @@
 # Guest side of "make vmcheck-hotplug": runs test programs while CPUs go
 # offline and online, then again inside a CPU affinity mask that the
 # hotplug cuts into. Meant for a VM booted with fewer CPUs online than
-# present (maxcpus= on the kernel command line) and more possible than
-# present (run-vm.sh's URCU_RSEQ_VM_MAXCPUS): CPUs the programs never saw
-# at start come online under them, so per-CPU data sized by the CPUs
+# present (maxcpus= on the kernel command line): CPUs the programs never
+# saw at start come online under them, so per-CPU data sized by the CPUs
 # online, or code that keeps a CPU number it saw, would show.
 #
 # The programs are copied into /tests with run-vm.sh --file and named,
@@ -118,8 +117,10 @@ last=${hotpluggable##* }
 run_phase "taskset 0,$last, CPUs cycling" taskset -c "0,$last"
 
 present=$(cat "$sysfs/present")
-check "$([ "$(count_cpus "$possible")" -gt "$(count_cpus "$present")" ] &&
-	[ "$(count_cpus "$present")" -gt "$(count_cpus "$online")" ] && echo 0 || echo 1)" \
-	"more possible CPUs ($possible) than present ($present), more present than online at boot ($online)"
+check "$([ "$(count_cpus "$present")" -gt "$(count_cpus "$online")" ] && echo 0 || echo 1)" \
+	"more CPUs present ($present) than online at boot ($online)"
+# Debian's Linux 6.1 counts QEMU's absent CPUs as possible; its 6.12 and
+# 7.2 do not (possible equals present there), so this is only reported.
+echo "# possible CPUs: $possible ($(count_cpus "$possible")), present: $present ($(count_cpus "$present"))"
 echo "1..$n"
 exit $status
