@@ -19,9 +19,10 @@
 #   DISTROS_CHECK_ENV  variables for the chroot's make check, e.g.
 #                      "URCU_RSEQ_STRESS_MS=100" for a shorter run
 #
-# Time on 2 shared cores (load 10-30), per suite: debootstrap 3 min and
-# the packages of install-deps.sh 4-6 min on the first run only; bootstrap,
-# configure and build 5-8 min; make check 6-10 min.
+# Time per suite on 2 quiet cores: 3.5 min in all for trixie, debootstrap
+# and the packages of install-deps.sh included (on 2 shared cores at load
+# 10-30: debootstrap 3 min, packages 4-6 min, build 5-8 min, make check
+# 6-10 min).
 set -euo pipefail
 
 me=${0##*/}
