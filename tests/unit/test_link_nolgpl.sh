@@ -42,6 +42,13 @@ struct obj {
 static struct obj *shared;
 static int freed;
 
+/*
+ * liburcu 0.15.7's rcu_dereference() calls this one (with the pointer's
+ * address); older headers do not declare it. Called here directly so that
+ * every liburcu checks it is exported.
+ */
+extern void *rcu_dereference_sym2(void **p);
+
 static void obj_free(struct rcu_head *h)
 {
 	free(caa_container_of(h, struct obj, head));
@@ -73,6 +80,8 @@ int main(void)
 	rcu_read_lock();
 	o = rcu_dereference(shared);
 	v = o->v;
+	if (rcu_dereference_sym2((void **) &shared) != o)
+		v = -1;
 	rcu_read_unlock();
 	old = rcu_xchg_pointer(&shared, obj_new(2));
 	call_rcu(&old->head, obj_free);
@@ -98,7 +107,7 @@ case " $(echo $needed) " in
 esac
 ok $r "and needs neither liburcu.so nor liburcu-memb.so:" $needed
 out=$(LD_LIBRARY_PATH=$libdir "$tmp/prog" 2>&1)
-ok $? "and runs: read, xchg, cmpxchg, call_rcu, defer_rcu ($out)" ||
+ok $? "and runs: read (both rcu_dereference_sym forms), xchg, cmpxchg, call_rcu, defer_rcu ($out)" ||
 	diag "$out"
 
 # shellcheck disable=SC2046
