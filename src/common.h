@@ -86,23 +86,36 @@ struct urcu_rseq_backoff {
 #define URCU_RSEQ_BACKOFF_INIT	{ 0 }
 #define URCU_RSEQ_BACKOFF_SPIN_STEPS	10	/* up to 2^10 pauses */
 #define URCU_RSEQ_BACKOFF_YIELD_STEPS	20
+#define URCU_RSEQ_BACKOFF_SLEEP_NS	50000L
 
-static inline void urcu_rseq_backoff(struct urcu_rseq_backoff *b)
+/*
+ * One step of a back-off: 2^step pauses for steps below @spin_steps, then
+ * sched_yield() for steps below @yield_steps, then 50 us sleeps. With
+ * @yield_steps equal to @spin_steps it never yields.
+ */
+static inline void urcu_rseq_backoff_steps(struct urcu_rseq_backoff *b,
+	unsigned int spin_steps, unsigned int yield_steps)
 {
 	unsigned int i;
 
-	if (b->step < URCU_RSEQ_BACKOFF_SPIN_STEPS) {
+	if (b->step < spin_steps) {
 		for (i = 0; i < (1U << b->step); i++)
 			caa_cpu_relax();
-	} else if (b->step < URCU_RSEQ_BACKOFF_YIELD_STEPS) {
+	} else if (b->step < yield_steps) {
 		sched_yield();
 	} else {
-		struct timespec ts = { 0, 50000 };	/* 50 us */
+		struct timespec ts = { 0, URCU_RSEQ_BACKOFF_SLEEP_NS };
 
 		nanosleep(&ts, NULL);
 		return;
 	}
 	b->step++;
+}
+
+static inline void urcu_rseq_backoff(struct urcu_rseq_backoff *b)
+{
+	urcu_rseq_backoff_steps(
+		b, URCU_RSEQ_BACKOFF_SPIN_STEPS, URCU_RSEQ_BACKOFF_YIELD_STEPS);
 }
 
 static inline void urcu_rseq_backoff_reset(struct urcu_rseq_backoff *b)

@@ -279,26 +279,11 @@ static bool period_idle(unsigned long q)
  * updater keeps its CPU busy and leaves the reader to wait for the end of
  * a time slice (milliseconds on a machine with more threads than CPUs).
  */
-#define GP_SPIN_STEPS	8	/* up to 2^8 pauses */
-#define GP_SLEEP_NS	50000L
-
-static void gp_backoff(unsigned int *step)
-{
-	struct timespec ts = { 0, GP_SLEEP_NS };
-	unsigned int i;
-
-	if (*step < GP_SPIN_STEPS) {
-		for (i = 0; i < (1U << *step); i++)
-			caa_cpu_relax();
-		(*step)++;
-		return;
-	}
-	(void) nanosleep(&ts, NULL);
-}
+#define GP_SPIN_STEPS	8	/* up to 2^8 pauses, then sleep */
 
 static void wait_period_idle(unsigned long q)
 {
-	unsigned int step = 0;
+	struct urcu_rseq_backoff b = URCU_RSEQ_BACKOFF_INIT;
 	uintptr_t unlocks;
 
 	while (!period_idle(q)) {
@@ -307,7 +292,8 @@ static void wait_period_idle(unsigned long q)
 		 * sums look equal, then check for real.
 		 */
 		do {
-			gp_backoff(&step);
+			urcu_rseq_backoff_steps(
+				&b, GP_SPIN_STEPS, GP_SPIN_STEPS);
 			unlocks = counter_sum(2 + q);
 			cmm_smp_rmb();
 		} while (counter_sum(q) != unlocks);

@@ -221,7 +221,7 @@ static long resident_pages(void)
  */
 static bool kernel_maps_zero_page(void)
 {
-	long page = sysconf(_SC_PAGESIZE), before, after, sum = 0;
+	long page = sysconf(_SC_PAGESIZE), before, after;
 	size_t len = 256 * (size_t) page, off;
 	char *p = (char *) mmap(NULL, len, PROT_READ | PROT_WRITE,
 		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -231,10 +231,10 @@ static bool kernel_maps_zero_page(void)
 	(void) madvise(p, len, MADV_NOHUGEPAGE);
 	before = resident_pages();
 	for (off = 0; off < len; off += (size_t) page)
-		sum += *(volatile char *) (p + off);
+		(void) *(volatile char *) (p + off);
 	after = resident_pages();
 	munmap(p, len);
-	return sum != 0 || after - before < 128;
+	return after - before < 128;
 }
 #endif
 
@@ -284,7 +284,7 @@ static void test_untouched(void)
 	if (!kernel_maps_zero_page()) {
 		ok(sum == 0, "reading 63 untouched indices reads zeroes");
 		diag("resident pages not checked: this kernel maps no zero page on "
-			"a read fault (%ld pages added, as in any program)",
+		     "a read fault (%ld pages added, as in any program)",
 			after - before);
 	} else {
 		ok(sum == 0 && before > 0 && after - before < (long) npages * 8,
