@@ -22,6 +22,10 @@ t=$(printf '\t')
 	done
 	echo "bench_x${t}ceiling${t}no_lock${t}none${t}1${t}2.0${t}nan${t}500000000${t}2.0${t}3${t}50${t}rr"
 	echo "bench_x${t}ceiling${t}no_work${t}none${t}1${t}1.0${t}nan${t}900000000${t}1.0${t}3${t}50${t}rr"
+	# Newer lines go on with latency, fairness and the busy-machine mark.
+	echo "bench_x${t}lock_busy${t}pthread${t}-${t}2${t}20.0${t}1.000${t}50000000${t}9.0${t}3${t}50${t}rr${t}120${t}900${t}5000${t}0.998${t}0.950${t}hog"
+	echo "bench_x${t}lock_busy${t}urcu${t}pthread${t}2${t}10.0${t}2.000${t}100000000${t}4.0${t}3${t}50${t}rr${t}-${t}-${t}-${t}0.500${t}0.010${t}hog"
+	echo "bench_x${t}lock_busy${t}pthread${t}-${t}4${t}20.0${t}1.000${t}50000000${t}9.0${t}3${t}50${t}rr${t}150${t}990${t}6000${t}0.998${t}0.950${t}hog"
 } > "$out/results.tsv"
 {
 	for th in 1 2 4; do
@@ -47,6 +51,14 @@ grep -q '| urcu | 2 | 5.00 | 4.50-6.50 |' "$report"
 ok $? "each median comes with the spread of its repetitions"
 grep -q '^no baseline' "$report" && ! grep -q 'no_lock (baseline)' "$report"
 ok $? "a group whose baseline is none of its cases is said to have none"
+grep -q '| pthread (baseline) | 2 | 20.00 | n/a | 50000000 | 1.00 | 9.00 | 120 / 900 / 5000 | 1.00, 0.95 | 3 |' "$report" &&
+	grep -q '| urcu | 2 | 10.00 | n/a | 100000000 | 2.00 | 4.00 | - | 0.50, 0.01 | 3 |' "$report"
+ok $? "latency percentiles and fairness are in the table, where measured"
+awk '/^### lock_busy/ { s = 1; next } /^### / { s = 0 } s && /every CPU busy/ { found = 1 }
+	END { exit !found }' "$report"
+ok $? "a busy-machine group says so"
+grep -q '| pthread (baseline) | 1 | 10.00 | 9.00-11.00 |.* | - | - | 3 |' "$report"
+ok $? "lines without the new columns read as not measured"
 if [ -n "$gnuplot" ]; then
 	# The group's plot comes after its table and before the next section.
 	awk '/^### lock/ { s = 1; next } /^#/ { s = 0 } s && /!\[bench_x-lock.png\]/ { found = 1 }

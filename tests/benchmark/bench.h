@@ -31,6 +31,27 @@
  * file, every repetition's ns/op is appended to it too (program group case
  * threads repetition ns_op): the spread behind each median, e.g. the
  * round-trip latency of each repetition of a ping-pong.
+ *
+ * Latency and fairness, next to throughput:
+ *
+ *	p50, p99   percentiles of the latencies that the case's threads
+ *	           (any thread: responders and pool workers too) recorded
+ *	           with bench_latency() in a repetition (a uniform sample of
+ *	           at most 4096 per thread), median of the repetitions
+ *	max        the largest recorded latency of any repetition
+ *	jain       Jain's fairness index of the operations of the harness
+ *	           threads, (sum x)^2 / (n sum x^2): 1 when every thread did
+ *	           the same, 1/n when one did everything; median of the reps
+ *	min_share  the fewest operations of a thread divided by the mean
+ *
+ * Rows with BENCH_HOG in their flags run with one busy process per usable
+ * CPU, started before the warm-up and killed after the last repetition:
+ * a machine whose every CPU has other work. The hogs are separate
+ * processes, so cpu-ns/op stays the benchmark's own CPU time.
+ *
+ * The TSV line then goes on with: p50_ns p99_ns max_ns jain min_share
+ * hog ("-" where no latency was recorded); the samples line with the
+ * repetition's p99 (or "-").
  */
 #ifndef URCU_RSEQ_TESTS_BENCH_H
 #define URCU_RSEQ_TESTS_BENCH_H
@@ -74,7 +95,11 @@ struct bench_case {
 	const char *baseline;		/* NULL or "": this row is a baseline */
 	unsigned int threads;
 	struct bench_def def;		/* def.name is ignored */
+	unsigned int flags;		/* BENCH_HOG */
 };
+
+/* Run the row with every usable CPU busy with another process. */
+#define BENCH_HOG		0x1U
 
 struct bench;
 
@@ -93,6 +118,13 @@ void bench_group(struct bench *b, const char *group,
 		unsigned int nr_defs);
 #define BENCH_GROUP(b, group, threads, defs)				\
 	bench_group(b, group, threads, defs, sizeof(defs) / sizeof((defs)[0]))
+/* bench_group() whose rows carry @flags (BENCH_HOG). */
+void bench_group_flags(struct bench *b, const char *group,
+		const unsigned int *threads, const struct bench_def *defs,
+		unsigned int nr_defs, unsigned int flags);
+#define BENCH_GROUP_FLAGS(b, group, threads, defs, flags)		\
+	bench_group_flags(b, group, threads, defs,			\
+		sizeof(defs) / sizeof((defs)[0]), flags)
 /* Add one row; its baseline must have been added before it. */
 void bench_add(struct bench *b, const struct bench_case *c);
 /* Run every row, print it, free @b; returns the exit status for main(). */
@@ -100,6 +132,17 @@ int bench_run(struct bench *b);
 
 /* CPUs the process may run on. */
 unsigned int bench_nr_cpus(void);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t bench_now_ns(void);
+/*
+ * Record one latency of the running case (a wait, a round trip), from
+ * any thread; outside a repetition it is dropped. Lock-free and
+ * per-thread: one clock read per sample is the cost to the measured code,
+ * so sample (e.g. every 16th operation) where an operation takes less
+ * than a microsecond.
+ */
+void bench_latency(uint64_t ns);
 
 /* Keep the compiler from dropping or hoisting a benchmarked computation. */
 #define bench_keep(x)		__asm__ __volatile__("" : : "g"(x) : "memory")

@@ -121,16 +121,21 @@ table()
 				printf "\nbaseline: %s\n\n", base
 			else
 				printf "\nno baseline: each case stands alone\n\n"
-			print "| case | threads | ns/op (median) | spread ns/op (min-max) | ops/s | ratio | CPU ns/op | reps |"
-			print "|---|---:|---:|---:|---:|---:|---:|---:|"
+			if ($18 == "hog")
+				printf "every CPU busy: one spinning process per CPU next to the benchmark\n\n"
+			print "| case | threads | ns/op (median) | spread ns/op (min-max) | ops/s | ratio | CPU ns/op | p50 / p99 / max latency ns | fairness (Jain, min share) | reps |"
+			print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 			started = 1
 		}
 		k = $3 SUBSEP $5
 		spread = (k in lo) ? sprintf("%.2f-%.2f", lo[k], hi[k]) : "n/a"
 		ratio = ($7 == "nan") ? "n/a" : sprintf("%.2f", $7)
 		name = ($4 == "-" && compared) ? $3 " (baseline)" : $3
-		printf "| %s | %d | %.2f | %s | %.0f | %s | %.2f | %s |\n", \
-			name, $5, $6, spread, $8, ratio, $9, $10
+		# Columns 13-18 (latency, fairness, hog) are absent from older files.
+		lat = ($13 == "" || $13 == "-") ? "-" : sprintf("%d / %d / %d", $13, $14, $15)
+		fair = ($16 == "") ? "-" : sprintf("%.2f, %.2f", $16, $17)
+		printf "| %s | %d | %.2f | %s | %.0f | %s | %.2f | %s | %s | %s |\n", \
+			name, $5, $6, spread, $8, ratio, $9, lat, fair, $10
 	}' "$samples_or_null" "$tsv" "$tsv"
 }
 
