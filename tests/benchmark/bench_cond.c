@@ -12,13 +12,22 @@
  *   pthread_cond (ns/op is the inverse of tasks per second); pool_ceiling
  *   runs the task back to back on every CPU, with no queue: the tasks per
  *   second this machine can give any pool (the producer needs some too);
+ *   pool_1us_task_every_Xus: 8 workers, and a producer that does X us of
+ *   its own work before each task, so that tasks arrive slower than the
+ *   workers can run them (X = 2: close to saturated on 2 CPUs; 32: mostly
+ *   idle) and most find their worker asleep. Latency (p50/p99): from a
+ *   task's submission to a worker taking it;
  * - broadcast64: one op is a broadcast to 64 waiters until the last has
  *   run, and their return to waiting;
  * - ec: event-count round trip and notify without waiters, vs ck_ec.
+ * Latency of a ping-pong: its round trip. Every group runs again as
+ * GROUP_busy with a spinning process on every CPU (BENCH_HOG): servers
+ * run on busy machines.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,10 +249,13 @@ static void *pingpong_thread_arg(void *arg, unsigned int id)
 static void op_roundtrip(void *arg, uint64_t iters)
 {
 	struct pair *p = (struct pair *) arg;
+	uint64_t t0;
 
 	while (iters--) {
+		t0 = bench_now_ns();
 		give_turn(p, 1);
 		take_turn(p, 0);
+		bench_latency(bench_now_ns() - t0);
 	}
 }
 
@@ -257,7 +269,9 @@ struct pool {
 	pthread_cond_t p_nonempty, p_nonfull;
 	struct urcu_cond u_nonempty, u_nonfull;
 	unsigned int head, count, nr_workers;
+	unsigned int gap;	/* producer's own work per task, in tasks */
 	int tasks[POOL_QSIZE];
+	uint64_t queued_ns[POOL_QSIZE];	/* when each task was submitted */
 	int done;
 	uint64_t submitted, executed;
 	pthread_t workers[POOL_MAX];
@@ -304,6 +318,8 @@ static void *pool_worker(void *arg)
 		if (!pl->count)
 			break;
 		v = pl->tasks[pl->head];
+		/* Latency: from submission to a worker taking the task. */
+		bench_latency(bench_now_ns() - pl->queued_ns[pl->head]);
 		pl->head = (pl->head + 1) % POOL_QSIZE;
 		pl->count--;
 		pthread_mutex_unlock(&pl->lock);
@@ -360,12 +376,18 @@ static void pool_teardown(void *arg)
 static void op_submit(void *arg, uint64_t iters)
 {
 	struct pool *pl = (struct pool *) arg;
+	unsigned int i, slot;
 
 	while (iters--) {
+		/* A paced producer: its own work before each task arrives. */
+		for (i = 0; i < pl->gap; i++)
+			task((int) i);
 		pthread_mutex_lock(&pl->lock);
 		while (pl->count == POOL_QSIZE)
 			pool_wait(pl, &pl->p_nonfull, &pl->u_nonfull);
-		pl->tasks[(pl->head + pl->count++) % POOL_QSIZE] = (int) iters;
+		slot = (pl->head + pl->count++) % POOL_QSIZE;
+		pl->tasks[slot] = (int) iters;
+		pl->queued_ns[slot] = bench_now_ns();
 		pl->submitted++;
 		pthread_mutex_unlock(&pl->lock);
 		pool_signal(pl, &pl->p_nonempty, &pl->u_nonempty);
@@ -538,23 +560,73 @@ static void op_task_alone(void *arg, uint64_t iters)
 	{ .name = label, .op = op_submit, .arg = pl,			\
 	  .setup = pool_setup, .teardown = pool_teardown }
 
-int main(int argc, char **argv)
+/* A name that lives as long as the program (rows keep pointers). */
+static char *name_of(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (ret < 0) {
+		perror("bench_cond");
+		exit(1);
+	}
+	return s;
+}
+
+/*
+ * Pool rows: pthread_cond, then urcu_cond, with @workers workers and a
+ * producer that does @gap tasks' worth of its own work before each task.
+ */
+static void add_pool(struct bench *b, const char *group, unsigned int workers,
+		unsigned int gap, unsigned int flags)
+{
+	struct pool *pl = calloc(2, sizeof(*pl));
+	char *names[2];
+	int i;
+
+	if (!pl) {
+		perror("bench_cond");
+		exit(1);
+	}
+	for (i = 0; i < 2; i++) {
+		pl[i].kind = i ? URCU_COND : PTHREAD;
+		pl[i].nr_workers = workers;
+		pl[i].gap = gap;
+		names[i] = name_of("%s_N%u", i ? "urcu_cond" : "pthread_cond",
+			workers);
+	}
+	{
+		const struct bench_def pool[] = {
+			POOL_DEF(names[0], &pl[0]),
+			POOL_DEF(names[1], &pl[1]),
+		};
+
+		BENCH_GROUP_FLAGS(b, group, BENCH_THREADS(1), pool, flags);
+	}
+}
+
+/*
+ * Every cell, on an otherwise idle machine (flags 0) or with every CPU
+ * busy (BENCH_HOG, groups named *_busy).
+ */
+static void add_groups(struct bench *b, unsigned int flags)
 {
 	static struct pingpong pp_pthread = { .kind = PTHREAD },
 		pp_cond = { .kind = URCU_COND },
 		pp_wait = { .kind = URCU_WAIT }, pp_ec = { .kind = URCU_EC },
 		pp_ck = { .kind = CK_EC };
-	static struct pool pools[3][2];
 	static struct bcast bc_pthread = { .kind = PTHREAD },
 		bc_urcu = { .kind = URCU_COND };
 	static const unsigned int pool_sizes[3] = { 2, 8, 32 };
-	struct bench *b = bench_init("bench_cond", argc, argv);
-	static char names[3][2][32];
+	static const unsigned int gaps[3] = { 2, 8, 32 };
+	const char *sfx = flags & BENCH_HOG ? "_busy" : "";
 	unsigned int i;
 
-	calibrate_task();
-	fprintf(stderr, "[bench_cond] pool task: %ld loops, about 1 us\n",
-		task_loops);
+#define GROUP(name)	name_of("%s%s", name, sfx)
 	{
 		const struct bench_def pingpong[] = {
 			PINGPONG_DEF("pthread_cond", PTHREAD, &pp_pthread),
@@ -563,30 +635,20 @@ int main(int argc, char **argv)
 		};
 
 		/* 1 pair: 2 threads on 2 CPUs; 4 pairs: 8 threads on 2 CPUs. */
-		BENCH_GROUP(b, "pingpong_rtt", BENCH_THREADS(1, 4), pingpong);
+		BENCH_GROUP_FLAGS(b, GROUP("pingpong_rtt"), BENCH_THREADS(1, 4),
+			pingpong, flags);
 	}
-	for (i = 0; i < 3; i++) {
-		pools[i][0].kind = PTHREAD;
-		pools[i][1].kind = URCU_COND;
-		pools[i][0].nr_workers = pools[i][1].nr_workers = pool_sizes[i];
-		snprintf(names[i][0], sizeof(names[i][0]), "pthread_cond_N%u",
-			pool_sizes[i]);
-		snprintf(names[i][1], sizeof(names[i][1]), "urcu_cond_N%u",
-			pool_sizes[i]);
-		{
-			const struct bench_def pool[] = {
-				POOL_DEF(names[i][0], &pools[i][0]),
-				POOL_DEF(names[i][1], &pools[i][1]),
-			};
-
-			BENCH_GROUP(b, "pool_1us_task", BENCH_THREADS(1), pool);
-		}
-	}
+	for (i = 0; i < 3; i++)
+		add_pool(b, GROUP("pool_1us_task"), pool_sizes[i], 0, flags);
+	/* Arrivals slower than the workers: each task finds them waiting. */
+	for (i = 0; i < 3; i++)
+		add_pool(b, name_of("pool_1us_task_every_%uus%s", gaps[i], sfx),
+			8, gaps[i], flags);
 	{
 		const struct bench_case ceiling = {
-			.group = "pool_ceiling", .name = "tasks_alone",
+			.group = GROUP("pool_ceiling"), .name = "tasks_alone",
 			.baseline = BENCH_NO_BASELINE, .threads = BENCH_CPUS,
-			.def = { .op = op_task_alone },
+			.def = { .op = op_task_alone }, .flags = flags,
 		};
 
 		bench_add(b, &ceiling);
@@ -599,7 +661,8 @@ int main(int argc, char **argv)
 			  .setup = bcast_setup, .teardown = bcast_teardown },
 		};
 
-		BENCH_GROUP(b, "broadcast64", BENCH_THREADS(1), bcast);
+		BENCH_GROUP_FLAGS(b, GROUP("broadcast64"), BENCH_THREADS(1),
+			bcast, flags);
 	}
 #ifdef HAVE_CK
 	{
@@ -612,13 +675,27 @@ int main(int argc, char **argv)
 			{ .name = "urcu_ec_notify", .op = op_notify_urcu },
 		};
 
-		BENCH_GROUP(b, "ec_rtt", BENCH_THREADS(1), ec);
-		BENCH_GROUP(b, "ec_notify_no_waiter", BENCH_THREADS(1), notify);
+		BENCH_GROUP_FLAGS(b, GROUP("ec_rtt"), BENCH_THREADS(1), ec, flags);
+		BENCH_GROUP_FLAGS(b, GROUP("ec_notify_no_waiter"),
+			BENCH_THREADS(1), notify, flags);
 	}
 #else
 	(void) pp_ec;
 	(void) pp_ck;
-	fprintf(stderr, "bench_cond: ck_ec rows skipped (no libck)\n");
+	if (!flags)
+		fprintf(stderr, "bench_cond: ck_ec rows skipped (no libck)\n");
 #endif
+#undef GROUP
+}
+
+int main(int argc, char **argv)
+{
+	struct bench *b = bench_init("bench_cond", argc, argv);
+
+	calibrate_task();
+	fprintf(stderr, "[bench_cond] pool task: %ld loops, about 1 us\n",
+		task_loops);
+	add_groups(b, 0);
+	add_groups(b, BENCH_HOG);
 	return bench_run(b);
 }
