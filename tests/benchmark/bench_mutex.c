@@ -8,13 +8,21 @@
  * the lock to 500 ns sections, at 2 and 8 threads: the lock then changes
  * hands at most sections, and a waiter slow to see it free leaves it idle.
  *
+ * The server cell looks like a request handler: a section of 1-4 us
+ * (uniform) and 10-50 us of work outside the lock, at 2x, 8x and 32x as
+ * many threads as CPUs; server_busy runs it again with a spinning process
+ * on every CPU (the harness's BENCH_HOG).
+ *
  * Rows of each cell: pthread_mutex (normal, the baseline of the ratio
  * column), PTHREAD_MUTEX_ADAPTIVE_NP, pthread_spin, urcu_mutex with the
  * owner-running test off (fixed spin, then sleep: the ablation), and
  * urcu_mutex. The "signals" group then removes one signal of the
  * owner-running test at a time, with the full test as baseline, so each
  * signal shows what it is worth. ops/s is acquisitions per second;
- * cpu-ns/op the CPU time spent per acquisition.
+ * cpu-ns/op the CPU time spent per acquisition; p50/p99 the wait to
+ * acquire, timed on every 16th acquisition of each thread (two clock
+ * reads, the second inside the section, the same for every lock); jain
+ * the fairness of the acquisitions over the threads.
  *
  * Default run: 50 ms per repetition (URCU_RSEQ_BENCH_MS overrides;
  * BENCH_FULL=1 runs the harness's long setting).
@@ -30,9 +38,9 @@
 
 #include "bench.h"
 
-enum cs_kind { CS_SHORT, CS_500, CS_BIMODAL, CS_500_OUT };
+enum cs_kind { CS_SHORT, CS_500, CS_BIMODAL, CS_500_OUT, CS_SERVER };
 
-static uint64_t loops_15ns, loops_400ns, loops_500ns, loops_100us;
+static uint64_t loops_15ns, loops_400ns, loops_500ns, loops_100us, loops_1us;
 
 /* Shared data the critical section writes, on its own cache line. */
 static struct {
@@ -81,11 +89,20 @@ static void calibrate(void)
 	loops_400ns = n * 400 / t;
 	loops_500ns = n * 500 / t;
 	loops_100us = n * 100000 / t;
+	loops_1us = n * 1000 / t;
 	if (!loops_15ns)
 		loops_15ns = 1;
 }
 
 static __thread uint64_t rng = 88172645463325252ULL;
+
+static inline uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
 
 static inline void critical_section(enum cs_kind kind)
 {
@@ -99,10 +116,10 @@ static inline void critical_section(enum cs_kind kind)
 		busy(loops_500ns);
 		break;
 	case CS_BIMODAL:
-		rng ^= rng << 13;
-		rng ^= rng >> 7;
-		rng ^= rng << 17;
-		busy(rng % 100 == 0 ? loops_100us : loops_15ns);
+		busy(next_rand() % 100 == 0 ? loops_100us : loops_15ns);
+		break;
+	case CS_SERVER:
+		busy(loops_1us + next_rand() % (3 * loops_1us + 1));
 		break;
 	}
 }
@@ -114,6 +131,24 @@ static inline void outside(enum cs_kind kind)
 {
 	if (kind == CS_500_OUT)
 		own_x = chain(own_x, loops_400ns);
+	else if (kind == CS_SERVER)
+		own_x = chain(own_x, 10 * loops_1us
+			+ next_rand() % (40 * loops_1us + 1));
+}
+
+/* Every 16th acquisition of a thread is timed: the wait to acquire. */
+#define WAIT_SAMPLE_MASK	15
+static __thread unsigned int acquisitions;
+
+static inline uint64_t wait_start(void)
+{
+	return (++acquisitions & WAIT_SAMPLE_MASK) ? 0 : bench_now_ns();
+}
+
+static inline void wait_end(uint64_t t0)
+{
+	if (t0)
+		bench_latency(bench_now_ns() - t0);
 }
 
 /* ---- The locks ---------------------------------------------------------- */
@@ -182,12 +217,15 @@ static void op(void *arg, uint64_t iters)
 {
 	struct cell *c = (struct cell *) arg;
 	enum cs_kind cs = c->cs;
+	uint64_t t0;
 
 	switch (c->lock) {
 	case PT_NORMAL:
 	case PT_ADAPTIVE:
 		while (iters--) {
+			t0 = wait_start();
 			pthread_mutex_lock(&pmutex);
+			wait_end(t0);
 			critical_section(cs);
 			pthread_mutex_unlock(&pmutex);
 			outside(cs);
@@ -195,7 +233,9 @@ static void op(void *arg, uint64_t iters)
 		break;
 	case PT_SPIN:
 		while (iters--) {
+			t0 = wait_start();
 			pthread_spin_lock(&pspin);
+			wait_end(t0);
 			critical_section(cs);
 			pthread_spin_unlock(&pspin);
 			outside(cs);
@@ -203,7 +243,9 @@ static void op(void *arg, uint64_t iters)
 		break;
 	default:
 		while (iters--) {
+			t0 = wait_start();
 			urcu_mutex_lock(&umutex);
+			wait_end(t0);
 			critical_section(cs);
 			urcu_mutex_unlock(&umutex);
 			outside(cs);
@@ -253,6 +295,8 @@ int main(int argc, char **argv)
 	const struct bench_def cs500[] = CELL_DEFS(CS_500);
 	const struct bench_def bimodal[] = CELL_DEFS(CS_BIMODAL);
 	const struct bench_def out400[] = CELL_DEFS(CS_500_OUT);
+	const struct bench_def server[] = CELL_DEFS(CS_SERVER);
+	const unsigned int n = bench_nr_cpus();
 	const struct bench_def signals[] = {
 		DEF("urcu_mutex", URCU, CS_BIMODAL),
 		DEF("urcu_mutex_no_same_cpu", URCU_NO_SAME_CPU, CS_BIMODAL),
@@ -273,6 +317,10 @@ int main(int argc, char **argv)
 	BENCH_GROUP(b, "cs_500ns", BENCH_THREADS(2, 8, 32), cs500);
 	BENCH_GROUP(b, "bimodal", BENCH_THREADS(2, 8, 32), bimodal);
 	BENCH_GROUP(b, "cs_500ns_400ns_outside", BENCH_THREADS(2, 8), out400);
+	BENCH_GROUP(b, "server_1-4us_in_10-50us_out",
+		BENCH_THREADS(2 * n, 8 * n, 32 * n), server);
+	BENCH_GROUP_FLAGS(b, "server_1-4us_in_10-50us_out_busy",
+		BENCH_THREADS(2 * n, 8 * n, 32 * n), server, BENCH_HOG);
 	BENCH_GROUP(b, "signals_bimodal", BENCH_THREADS(8, 32), signals);
 	add_ceiling(b, "cs_15ns_no_lock", CELL(PT_NORMAL, CS_SHORT));
 	add_ceiling(b, "cs_500ns_no_lock", CELL(PT_NORMAL, CS_500));
