@@ -952,7 +952,8 @@ PRELOAD_API struct tm *gmtime(const time_t *t)
 	return convert(t, static_buf(), 0, 1);
 }
 
-PRELOAD_API void tzset(void)
+/* What glibc's tzset() does, also at the start of mktime(). */
+static void tz_sync(void)
 {
 	struct tz_snap *s;
 	int glibc;
@@ -968,20 +969,303 @@ PRELOAD_API void tzset(void)
 	}
 	urcu_rseq_read_unlock();
 	/* glibc may reread every time (after "posixrules"): let it. */
-	if (glibc)
+	if (glibc) {
+		if (!real.tzset)
+			resolve_real();
 		real.tzset();
+	}
+}
+
+PRELOAD_API void tzset(void)
+{
+	tz_sync();
+}
+
+/*
+ * mktime() inverts snap_localtime() by probing, as glibc's mktime() inverts
+ * its localtime_r() (time/mktime.c, since the 2.36 stable branch: Debian
+ * 12's 2.36-9, 13's 2.41, sid's 2.43): the same guesses in the same order,
+ * so that a time in a spring-forward gap, in a fall-back fold, or with a
+ * tm_isdst the zone does not have at that date comes out as glibc's.
+ *
+ * Where a fold makes two answers possible (tm_isdst < 0), the first guess
+ * decides, and glibc's first guess is the UTC offset of its previous
+ * result: mk_guess keeps the same memory, so that a sequence of calls
+ * gives glibc's sequence of answers.
+ */
+static long mk_guess;
+
+/* Floor division by 2^b (an arithmetic shift, as gcc and clang do). */
+static int64_t shr(int64_t a, int b)
+{
+	return a >> b;
+}
+
+/*
+ * Seconds from (year0, yday0, hh0:mm0:ss0) to (year1, ...), years counted
+ * from 1900 as tm_year, fields not necessarily in range, with no clock
+ * change between them.
+ */
+static int64_t tm_secs_between(int64_t year1, int64_t yday1, int hour1,
+		int min1, int sec1, int64_t year0, int64_t yday0, int hour0,
+		int min0, int sec0)
+{
+	/* Leap days before each year, from an origin 1900 years back. */
+	int64_t a4 = shr(year1, 2) + 1900 / 4 - !(year1 & 3);
+	int64_t b4 = shr(year0, 2) + 1900 / 4 - !(year0 & 3);
+	int64_t a100 = (a4 + (a4 < 0)) / 25 - (a4 < 0);
+	int64_t b100 = (b4 + (b4 < 0)) / 25 - (b4 < 0);
+	int64_t leaps = (a4 - b4) - (a100 - b100)
+		+ (shr(a100, 2) - shr(b100, 2));
+	int64_t days = 365 * (year1 - year0) + yday1 - yday0 + leaps;
+
+	return ((24 * days + hour1 - hour0) * 60 + min1 - min0) * 60
+		+ sec1 - sec0;
+}
+
+static int64_t secs_to_tm(int64_t year, int64_t yday, int hour, int min,
+		int sec, const struct tm *tm)
+{
+	return tm_secs_between(year, yday, hour, min, sec, tm->tm_year,
+		tm->tm_yday, tm->tm_hour, tm->tm_min, tm->tm_sec);
+}
+
+/*
+ * snap_localtime() of *t; where *t is beyond what a struct tm can hold,
+ * of the representable time nearest to it between it and 0, found by
+ * bisection, as glibc narrows an overflowing guess. Same returns as
+ * snap_localtime().
+ */
+static int mk_localtime(const struct tz_snap *s, int64_t *t, struct tm *tp)
+{
+	int64_t bad = *t, good = 0, mid;
+	struct tm good_tm;
+	int r = snap_localtime(s, *t, tp);
+
+	if (r != 0 || errno != EOVERFLOW)
+		return r;
+	good_tm.tm_sec = -1;
+	for (;;) {
+		/* The mean, rounded up, without overflow. */
+		mid = shr(good, 1) + shr(bad, 1) + ((good | bad) & 1);
+		if (mid == good || mid == bad)
+			break;
+		r = snap_localtime(s, mid, tp);
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			good = mid;
+			good_tm = *tp;
+		} else if (errno != EOVERFLOW) {
+			return 0;
+		} else {
+			bad = mid;
+		}
+	}
+	if (good_tm.tm_sec < 0)
+		return 0;
+	*t = good;
+	*tp = good_tm;
+	return 1;
+}
+
+/* tm_isdst values that disagree: one zero, the other positive. */
+static int isdst_differ(int a, int b)
+{
+	return !a != !b && a >= 0 && b >= 0;
+}
+
+/*
+ * Looks, 601200 s apart (the shortest DST period and the shortest
+ * standard period between two DST periods of the zone database) and
+ * up to half of 457243209 s (the longest period without a one-hour DST
+ * difference) either way of t, for a time whose DST flag is the one
+ * asked for, and takes that time's offset; else assumes a one-hour
+ * difference. Returns as snap_mktime().
+ */
+static int mk_other_dst(const struct tz_snap *s, int isdst, int64_t year,
+		int64_t yday, int hour, int min, int sec, int64_t *t,
+		struct tm *tm)
+{
+	const int stride = 601200, bound = 457243209 / 2 + 601200;
+	int dst_difference = (isdst == 0) - (tm->tm_isdst == 0);
+	int delta, dir, r;
+
+	for (delta = stride; delta < bound; delta += stride) {
+		for (dir = -1; dir <= 1; dir += 2) {
+			int64_t ot, gt;
+			struct tm otm;
+
+			if (__builtin_add_overflow(*t, (int64_t)delta * dir,
+					&ot))
+				continue;
+			r = mk_localtime(s, &ot, &otm);
+			if (r <= 0)
+				return r;
+			if (isdst_differ(isdst, otm.tm_isdst))
+				continue;
+			gt = ot + secs_to_tm(year, yday, hour, min, sec, &otm);
+			r = snap_localtime(s, gt, tm);
+			if (r > 0) {
+				*t = gt;
+				return 1;
+			}
+			if (r < 0 || errno != EOVERFLOW)
+				return r;
+		}
+	}
+	*t = (int64_t)((uint64_t)*t + (uint64_t)(int64_t)(3600 * dst_difference));
+	r = snap_localtime(s, *t, tm);
+	if (r == 0)
+		errno = EOVERFLOW;
+	return r;
+}
+
+/*
+ * The time whose local broken-down time under s is *tp. Returns 1 with
+ * *res and *tp set, 0 failed (errno set, *tp untouched), -1 leave the
+ * call to glibc.
+ */
+static int snap_mktime(const struct tz_snap *s, struct tm *tp, time_t *res)
+{
+	int sec = tp->tm_sec, min = tp->tm_min, hour = tp->tm_hour;
+	int mon = tp->tm_mon, isdst = tp->tm_isdst, sec_requested = sec;
+	int mon_rem = mon % 12 + (mon % 12 < 0 ? 12 : 0);
+	int64_t year = (int64_t)tp->tm_year + mon / 12 - (mon % 12 < 0);
+	int64_t yday = mon_yday[is_leap(year + 1900)][mon_rem] - 1
+		+ (int64_t)tp->tm_mday;
+	long guess = uatomic_read(&mk_guess);
+	/* glibc keeps the guess's negation in an int: wrap as it does. */
+	int neg_guess = (int)(uint32_t)(0 - (uint64_t)guess);
+	int probes = 6, prev_dst = 0, r;
+	int64_t t0, t, t1, t2, dt;
+	struct tm tm;
+
+	/* Every minute has 60 seconds in the arithmetic; see the end. */
+	if (sec < 0)
+		sec = 0;
+	if (sec > 59)
+		sec = 59;
+	t0 = tm_secs_between(year, yday, hour, min, sec, 70, 0, 0, 0,
+		neg_guess);
+	t = t1 = t2 = t0;
+	for (;;) {
+		r = mk_localtime(s, &t, &tm);
+		if (r <= 0)
+			return r;
+		dt = secs_to_tm(year, yday, hour, min, sec, &tm);
+		if (dt == 0)
+			break;
+		/*
+		 * Two guesses that send each other back: the time is in a
+		 * gap. Take this side if its DST flag is the one not asked
+		 * for (or, with none asked for, if it is daylight time or
+		 * the other side was not).
+		 */
+		if (t == t1 && t != t2
+			&& (tm.tm_isdst < 0
+				|| (isdst < 0 ? prev_dst <= (tm.tm_isdst != 0)
+					: (isdst != 0) != (tm.tm_isdst != 0))))
+			goto found;
+		if (--probes == 0) {
+			errno = EOVERFLOW;
+			return 0;
+		}
+		t1 = t2;
+		t2 = t;
+		t = (int64_t)((uint64_t)t + (uint64_t)dt);
+		prev_dst = tm.tm_isdst != 0;
+	}
+	if (isdst_differ(isdst, tm.tm_isdst)) {
+		r = mk_other_dst(s, isdst, year, yday, hour, min, sec, &t, &tm);
+		if (r <= 0)
+			return r;
+	}
+found:
+	if (sec_requested != tm.tm_sec) {
+		/* The seconds asked for, out of range ones included. */
+		int64_t adj = (int64_t)(sec == 0 && tm.tm_sec == 60) - sec
+			+ sec_requested;
+		int64_t ta;
+
+		if (__builtin_add_overflow(t, adj, &ta)) {
+			errno = EOVERFLOW;
+			r = 0;
+		} else {
+			r = snap_localtime(s, ta, &tm);
+		}
+		if (r < 0)
+			return r;
+		uatomic_set(&mk_guess, (long)((uint64_t)t - (uint64_t)t0
+			- (uint64_t)(int64_t)neg_guess));
+		if (r == 0)
+			return 0;
+		t = ta;
+	} else {
+		uatomic_set(&mk_guess, (long)((uint64_t)t - (uint64_t)t0
+			- (uint64_t)(int64_t)neg_guess));
+	}
+	if ((time_t)t != t) {
+		errno = EOVERFLOW;
+		return 0;
+	}
+	*tp = tm;
+	*res = (time_t)t;
+	return 1;
+}
+
+/*
+ * After glibc's mktime() answered in our place: its guess is now the
+ * offset of its answer from the fields' naive UTC time; keep the same.
+ */
+static void mk_guess_from(const struct tm *in, time_t res,
+		const struct tm *out)
+{
+	int mon = in->tm_mon;
+	int mon_rem = mon % 12 + (mon % 12 < 0 ? 12 : 0);
+	int64_t year = (int64_t)in->tm_year + mon / 12 - (mon % 12 < 0);
+	int64_t yday = mon_yday[is_leap(year + 1900)][mon_rem] - 1
+		+ (int64_t)in->tm_mday;
+
+	/* -1 with *tp untouched is a failure, which leaves the guess. */
+	if (res == (time_t)-1 && !memcmp(in, out, sizeof(*in)))
+		return;
+	uatomic_set(&mk_guess, (long)((uint64_t)(int64_t)res
+		- (uint64_t)tm_secs_between(year, yday, in->tm_hour,
+			in->tm_min, in->tm_sec, 70, 0, 0, 0, 0)));
+}
+
+static time_t mk_local(struct tm *tp, mk_fn glibc_fn)
+{
+	const struct tz_snap *s;
+	struct tm in;
+	time_t res = -1;
+	int r, e;
+
+	tz_sync();
+	e = errno;
+	urcu_rseq_read_lock();
+	s = rcu_dereference(tz_current);
+	r = s && s->kind != SNAP_GLIBC ? snap_mktime(s, tp, &res) : -1;
+	urcu_rseq_read_unlock();
+	if (caa_likely(r >= 0))
+		return r ? res : -1;
+	/* Left to glibc: as if we had not started. */
+	errno = e;
+	in = *tp;
+	res = glibc_fn(tp);
+	mk_guess_from(&in, res, tp);
+	return res;
 }
 
 PRELOAD_API time_t mktime(struct tm *tp)
 {
-	tz_refresh();
-	return real.mktime(tp);
+	return mk_local(tp, real.mktime);
 }
 
 PRELOAD_API time_t timelocal(struct tm *tp)
 {
-	tz_refresh();
-	return real.timelocal(tp);
+	return mk_local(tp, real.timelocal);
 }
 
 /*

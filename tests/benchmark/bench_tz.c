@@ -9,7 +9,10 @@
  *   call (a logger's): 1, 2, 8, 32 threads; baseline glibc;
  * - localtime_r past the zone file's last transition (year 2100: the
  *   footer rule, which glibc parses again on every call): 1 and 8 threads;
- * - gmtime_r: 1 and 8 threads.
+ * - gmtime_r: 1 and 8 threads;
+ * - mktime, tm_isdst = -1, wall-clock times of 2026 that move by 61 s per
+ *   call (glibc's mktime() takes tzset_lock in tzset() and in each of its
+ *   localtime_r() probes): 1, 2, 8, 32 threads.
  *
  * The preload is found at URCU_RSEQ_TZ_PRELOAD or in the build tree.
  */
@@ -24,6 +27,7 @@
 #include "bench.h"
 
 typedef struct tm *(*conv_fn)(const time_t *, struct tm *);
+typedef time_t (*mk_fn)(struct tm *);
 
 struct conv {
 	conv_fn fn;
@@ -43,6 +47,23 @@ static void op_conv(void *arg, uint64_t iters)
 	}
 }
 
+static void op_mk(void *arg, uint64_t iters)
+{
+	mk_fn fn = *(mk_fn *)arg;
+	unsigned int s = 0;
+
+	while (iters--) {
+		struct tm tm = { .tm_year = 126, .tm_isdst = -1 };
+
+		s += 61;
+		tm.tm_mday = 1 + s / 86400 % 365;	/* normalized by mktime */
+		tm.tm_hour = s / 3600 % 24;
+		tm.tm_min = s / 60 % 60;
+		tm.tm_sec = s % 60;
+		bench_keep(fn(&tm));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct bench *b = bench_init("bench_tz", argc, argv);
@@ -54,6 +75,7 @@ int main(int argc, char **argv)
 	static struct conv g_far = { localtime_r, 4102444800 };
 	static struct conv g_gm = { gmtime_r, 1767225600 };
 	static struct conv p_now, p_far, p_gm;
+	static mk_fn g_mk = mktime, p_mk;
 
 	if (!path)
 		path = TZ_PRELOAD_PATH;
@@ -62,7 +84,8 @@ int main(int argc, char **argv)
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	pre_local = h ? (conv_fn)dlsym(h, "localtime_r") : NULL;
 	pre_gm = h ? (conv_fn)dlsym(h, "gmtime_r") : NULL;
-	if (!pre_local || !pre_gm) {
+	p_mk = h ? (mk_fn)dlsym(h, "mktime") : NULL;
+	if (!pre_local || !pre_gm || !p_mk) {
 		fprintf(stderr, "bench_tz: cannot load %s: %s\n", path,
 			dlerror());
 		return 1;
@@ -86,7 +109,13 @@ int main(int argc, char **argv)
 
 		BENCH_GROUP(b, "localtime_r", BENCH_THREADS(1, 2, 8, 32), now);
 		BENCH_GROUP(b, "localtime_r_footer", BENCH_THREADS(1, 8), far);
+		const struct bench_def mk[] = {
+			{ .name = "glibc_mktime", .op = op_mk, .arg = &g_mk },
+			{ .name = "preload_mktime", .op = op_mk, .arg = &p_mk },
+		};
+
 		BENCH_GROUP(b, "gmtime_r", BENCH_THREADS(1, 8), gm);
+		BENCH_GROUP(b, "mktime", BENCH_THREADS(1, 2, 8, 32), mk);
 	}
 	return bench_run(b);
 }

@@ -149,6 +149,74 @@ static void cmp_around(const char *tz, time_t t)
 	cmp_time(tz, add_sat(t, 1));
 }
 
+static unsigned long nr_mk, nr_mk_bad;
+
+/* One mktime() through glibc, then through the preload; 0 if they agree. */
+static int cmp_mk_tm(const char *tz, const struct tm *in)
+{
+	struct tm a = *in, b = *in;
+	time_t ta, tb;
+	int ea, eb;
+	const char *d = NULL;
+
+	errno = 0;
+	ta = glibc.mktime(&a);
+	ea = errno;
+	errno = 0;
+	tb = mktime(&b);
+	eb = errno;
+	nr_mk++;
+	if (ta != tb)
+		d = "mktime() return value";
+	else if (ea != eb)
+		d = "mktime() errno";
+	else if (tm_diff(&a, &b))
+		d = tm_diff(&a, &b);
+	if (!d)
+		return 0;
+	if (!nr_mk_bad++ || nr_mk_bad <= 5)
+		diag("mktime TZ=%s %d-%02d-%02d %02d:%02d:%02d isdst %d: %s "
+			"differs (%lld vs %lld)", tz ? tz : "(unset)",
+			in->tm_year + 1900, in->tm_mon + 1, in->tm_mday,
+			in->tm_hour, in->tm_min, in->tm_sec, in->tm_isdst, d,
+			(long long)ta, (long long)tb);
+	return 1;
+}
+
+/*
+ * mktime() of the wall-clock times on both sides of a change at t (under
+ * the offsets before and after it, so inside the gap or the fold), with
+ * each tm_isdst, and once more with -1 after each (mktime's first guess is
+ * the offset of its previous answer, which decides in a fold).
+ */
+static void cmp_mk_change(const char *tz, time_t t)
+{
+	struct tm before, after;
+	time_t tb = add_sat(t, -1);
+	long offs[2];
+	int i, j, k;
+
+	if (!glibc.localtime_r(&tb, &before) || !glibc.localtime_r(&t, &after))
+		return;
+	offs[0] = before.tm_gmtoff;
+	offs[1] = after.tm_gmtoff;
+	for (i = -1; i <= 1; i++) {
+		for (j = 0; j < 2; j++) {
+			time_t w = add_sat(add_sat(t, i), offs[j]);
+			struct tm in;
+
+			if (!glibc.gmtime_r(&w, &in))
+				continue;
+			for (k = -1; k <= 1; k++) {
+				in.tm_isdst = k;
+				cmp_mk_tm(tz, &in);
+				in.tm_isdst = -1;
+				cmp_mk_tm(tz, &in);
+			}
+		}
+	}
+}
+
 /*
  * Samples [t0, t1) every step seconds; where glibc's zone changes between
  * two samples, bisects to the change and compares around it.
@@ -173,6 +241,7 @@ static void scan(const char *tz, time_t t0, time_t t1, time_t step)
 					hi = mid;
 			}
 			cmp_around(tz, hi);
+			cmp_mk_change(tz, hi);
 		}
 	}
 }
@@ -293,6 +362,7 @@ static void cmp_zone_file(const char *name, const char *path)
 	n = zone_transitions(path, &tr);
 	for (i = 0; i < n; i++) {
 		cmp_around(name, (time_t)tr[i]);
+		cmp_mk_change(name, (time_t)tr[i]);
 		if (full) {
 			cmp_around(name, (time_t)tr[i] - 86400);
 			cmp_around(name, (time_t)tr[i] + 3600);
@@ -369,7 +439,7 @@ static const char *const posix_tz[] = {
 static void cmp_posix(void)
 {
 	size_t i;
-	unsigned long before = nr_bad;
+	unsigned long before = nr_bad, before_mk = nr_mk_bad;
 
 	for (i = 0; i < sizeof(posix_tz) / sizeof(posix_tz[0]); i++) {
 		set_tz(posix_tz[i]);
@@ -379,7 +449,8 @@ static void cmp_posix(void)
 			full ? 3600 : 7 * 86400);
 		cmp_fixed(posix_tz[i]);
 	}
-	ok(nr_bad == before, "POSIX TZ strings agree with glibc");
+	ok(nr_bad == before && nr_mk_bad == before_mk,
+		"POSIX TZ strings agree with glibc (mktime() too)");
 	before = nr_bad;
 	set_tz(NULL);
 	scan(NULL, year_start(2000), year_start(2002), 86400);
@@ -434,6 +505,9 @@ static void cmp_runtime_change(void)
 	b.tm_year = 123;
 	b.tm_mday = 1;
 	b.tm_isdst = -1;
+	a = b;
+	/* glibc's too, so that both keep the same guess for the next. */
+	glibc.mktime(&a);
 	ok(mktime(&b) == 1672549200, "mktime() rereads TZ");
 }
 
@@ -491,19 +565,27 @@ static void fill_tm(struct tm *tm, unsigned int seed)
 	tm->tm_isdst = (int)(seed % 3) - 1;
 }
 
-/* timegm() (ours) and mktime() (glibc's, after our refresh) on odd input. */
+/* timegm() and mktime() on odd input: out-of-range fields, huge years. */
 static void cmp_mk(void)
 {
-	unsigned int seed;
-	int bad_gm = 0, bad_mk = 0;
+	static const char *const zones[] = { "Europe/Berlin",
+		"Australia/Lord_Howe", "Africa/Casablanca", "Europe/Dublin",
+		"America/Sao_Paulo", "Antarctica/Troll", "America/St_Johns",
+		"Pacific/Apia", "UTC", "EST5EDT,M3.2.0,M11.1.0",
+		"<+0330>-3:30", "AAA3BBB,J60/2,J300/-1:30", "XXX5YYY", NULL,
+	};
+	unsigned int seed, i, nz = sizeof(zones) / sizeof(zones[0]);
+	int bad_gm = 0;
 	unsigned int n = full ? 2000000 : 100000;
+	unsigned long before = nr_mk_bad, calls = nr_mk;
 
-	set_tz("Europe/Berlin");
 	for (seed = 0; seed < n; seed++) {
 		struct tm a, b;
 		time_t ta, tb;
 		int ea, eb;
 
+		if (seed % (n / nz) == 0)
+			set_tz(zones[seed / (n / nz) % nz]);
 		fill_tm(&a, seed * 2654435761U);
 		b = a;
 		errno = 0;
@@ -517,21 +599,58 @@ static void cmp_mk(void)
 				diag("timegm seed %u: %lld/%d vs %lld/%d", seed,
 					(long long)ta, ea, (long long)tb, eb);
 		}
-		if (seed % 16)
+		if (seed % 4)
 			continue;
 		fill_tm(&a, seed * 2246822519U);
-		b = a;
-		errno = 0;
-		ta = glibc.mktime(&a);
-		ea = errno;
-		errno = 0;
-		tb = mktime(&b);
-		eb = errno;
-		if (ta != tb || ea != eb || !tm_same(&a, &b))
-			bad_mk++;
+		cmp_mk_tm(getenv("TZ"), &a);
 	}
 	ok(!bad_gm, "timegm() agrees with glibc on %u inputs", n);
-	ok(!bad_mk, "mktime() agrees with glibc");
+	/* Fields one step beyond their range, around a change. */
+	set_tz("America/New_York");
+	for (i = 0; i < 64; i++) {
+		struct tm a = { .tm_year = 123, .tm_mon = 2, .tm_mday = 12,
+			.tm_hour = 2, .tm_min = 30 };
+
+		a.tm_sec += (i & 1) ? 60 : -1;
+		a.tm_min += (i & 2) ? 60 : -1;
+		a.tm_hour += (i & 4) ? 24 : -1;
+		a.tm_mday += (i & 8) ? 31 : -1;
+		a.tm_mon += (i & 16) ? 12 : -1;
+		a.tm_isdst = (int)(i % 3) - 1;
+		cmp_mk_tm("America/New_York", &a);
+	}
+	ok(nr_mk_bad == before, "mktime() agrees with glibc on %lu odd "
+		"inputs in %u zones", nr_mk - calls, nz);
+}
+
+/* In a fold, mktime(tm_isdst = -1) answers with its previous offset. */
+static void test_mk_memory(void)
+{
+	struct tm fold = { .tm_year = 123, .tm_mon = 9, .tm_mday = 29,
+		.tm_hour = 2, .tm_min = 30, .tm_isdst = -1 };
+	struct tm summer = { .tm_year = 123, .tm_mon = 6, .tm_mday = 1,
+		.tm_isdst = -1 };
+	struct tm winter = { .tm_year = 123, .tm_mon = 0, .tm_mday = 1,
+		.tm_isdst = -1 };
+	struct tm a;
+	time_t after_summer, after_winter;
+	unsigned long before = nr_mk_bad;
+
+	set_tz("Europe/Berlin");
+	cmp_mk_tm("Europe/Berlin", &summer);
+	cmp_mk_tm("Europe/Berlin", &fold);
+	a = fold;
+	after_summer = mktime(&a);
+	cmp_mk_tm("Europe/Berlin", &winter);
+	cmp_mk_tm("Europe/Berlin", &fold);
+	a = winter;
+	mktime(&a);
+	a = fold;
+	after_winter = mktime(&a);
+	ok(nr_mk_bad == before && after_winter - after_summer == 3600,
+		"mktime() in a fold: the previous answer's offset decides, "
+		"as in glibc (%lld, %lld)", (long long)after_summer,
+		(long long)after_winter);
 }
 
 static int crashes(void (*fn)(void))
@@ -722,6 +841,9 @@ int main(void)
 	ok(nr_zones >= 300 && !nr_bad, "%lu zone files agree with glibc "
 		"(%lu comparisons)%s%s", nr_zones, nr_cmp, nr_bad ? ": " : "",
 		nr_bad ? bad_first : "");
+	ok(nr_zones >= 300 && !nr_mk_bad, "mktime() agrees with glibc "
+		"across every change of every zone, gaps and folds, each "
+		"tm_isdst (%lu calls)", nr_mk);
 	ok(!nr_delegated, "every zone without leap seconds is served by the "
 		"preload%s%s", nr_delegated ? ", not " : "", delegated_first);
 	set_tz("right/UTC");
@@ -731,6 +853,7 @@ int main(void)
 	cmp_runtime_change();
 	cmp_tzvars();
 	cmp_mk();
+	test_mk_memory();
 	ok(crashes(null_localtime_r) && crashes(null_tm),
 		"NULL arguments fault, as in glibc");
 
