@@ -18,9 +18,9 @@
  * glibc (doc/tz-preload.md lists the cases): zones with leap seconds,
  * POSIX TZ strings outside the strict grammar or with a DST name but no
  * rules (glibc then loads "posixrules"), years beyond +-5000000 under a
- * POSIX rule (glibc's rule arithmetic overflows int there), set-uid
- * programs, and mktime()/timelocal(), whose normalization is left to
- * glibc after the snapshot has been brought up to date.
+ * POSIX rule (glibc's rule arithmetic overflows int there), and set-uid
+ * programs. mktime() and timelocal() invert the snapshot's localtime by
+ * glibc's own probing (see snap_mktime()).
  *
  * tzname, timezone and daylight belong to glibc: every snapshot build first
  * calls glibc's tzset(), which sets them exactly as it would have. Unlike
@@ -964,8 +964,11 @@ static void tz_sync(void)
 	s = rcu_dereference(tz_current);
 	glibc = !s || s->kind == SNAP_GLIBC;
 	if (s && s->kind == SNAP_POSIX) {
-		tzname[0] = (char *)s->posix.r[0].name;
-		tzname[1] = (char *)s->posix.r[1].name;
+		/* Written only when they differ, like mk_guess. */
+		if (tzname[0] != s->posix.r[0].name)
+			tzname[0] = (char *)s->posix.r[0].name;
+		if (tzname[1] != s->posix.r[1].name)
+			tzname[1] = (char *)s->posix.r[1].name;
 	}
 	urcu_rseq_read_unlock();
 	/* glibc may reread every time (after "posixrules"): let it. */
@@ -994,6 +997,13 @@ PRELOAD_API void tzset(void)
  * gives glibc's sequence of answers.
  */
 static long mk_guess;
+
+/* Stores only a change: threads converting alike share the line. */
+static void mk_guess_set(long v)
+{
+	if (CMM_LOAD_SHARED(mk_guess) != v)
+		CMM_STORE_SHARED(mk_guess, v);
+}
 
 /* Floor division by 2^b (an arithmetic shift, as gcc and clang do). */
 static int64_t shr(int64_t a, int b)
@@ -1134,7 +1144,7 @@ static int snap_mktime(const struct tz_snap *s, struct tm *tp, time_t *res)
 	int64_t year = (int64_t)tp->tm_year + mon / 12 - (mon % 12 < 0);
 	int64_t yday = mon_yday[is_leap(year + 1900)][mon_rem] - 1
 		+ (int64_t)tp->tm_mday;
-	long guess = uatomic_read(&mk_guess);
+	long guess = CMM_LOAD_SHARED(mk_guess);
 	/* glibc keeps the guess's negation in an int: wrap as it does. */
 	int neg_guess = (int)(uint32_t)(0 - (uint64_t)guess);
 	int probes = 6, prev_dst = 0, r;
@@ -1196,13 +1206,13 @@ found:
 		}
 		if (r < 0)
 			return r;
-		uatomic_set(&mk_guess, (long)((uint64_t)t - (uint64_t)t0
+		mk_guess_set((long)((uint64_t)t - (uint64_t)t0
 			- (uint64_t)(int64_t)neg_guess));
 		if (r == 0)
 			return 0;
 		t = ta;
 	} else {
-		uatomic_set(&mk_guess, (long)((uint64_t)t - (uint64_t)t0
+		mk_guess_set((long)((uint64_t)t - (uint64_t)t0
 			- (uint64_t)(int64_t)neg_guess));
 	}
 	if ((time_t)t != t) {
@@ -1230,7 +1240,7 @@ static void mk_guess_from(const struct tm *in, time_t res,
 	/* -1 with *tp untouched is a failure, which leaves the guess. */
 	if (res == (time_t)-1 && !memcmp(in, out, sizeof(*in)))
 		return;
-	uatomic_set(&mk_guess, (long)((uint64_t)(int64_t)res
+	mk_guess_set((long)((uint64_t)(int64_t)res
 		- (uint64_t)tm_secs_between(year, yday, in->tm_hour,
 			in->tm_min, in->tm_sec, 70, 0, 0, 0, 0)));
 }
