@@ -5,6 +5,8 @@
  * event counts.
  */
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <string.h>
@@ -14,7 +16,9 @@
 #include <urcu/cond.h>
 #include <urcu/mutex.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "tap.h"
 
@@ -335,6 +339,118 @@ static void test_broadcast_sizes(void)
 }
 
 /*
+ * Broadcasts on a busy machine: one spinning process pinned to each CPU,
+ * so that waiters lose whole time slices while they spin or yield, and
+ * the wake-up relays of each broadcast wait for CPUs the spinners hold.
+ * 64 waiters, rounds of one broadcast each: every waiter must see every
+ * round. A lost wake-up hangs a round: its wait is bounded and fails the
+ * test instead.
+ */
+static int bb_gen, bb_waiting, bb_woken, bb_stop;
+
+static void *bb_waiter(void *arg)
+{
+	int seen = 0;
+
+	(void) arg;
+	pthread_mutex_lock(&mutex);
+	for (;;) {
+		bb_waiting++;
+		while (bb_gen == seen && !bb_stop)
+			urcu_cond_wait(&cond, &mutex);
+		bb_waiting--;
+		if (bb_stop)
+			break;
+		seen = bb_gen;
+		bb_woken++;
+	}
+	pthread_mutex_unlock(&mutex);
+	return NULL;
+}
+
+/* Waits up to 10 s for *count to reach n; false if it did not. */
+static bool reach_within(int *count, int n)
+{
+	int64_t end = now_ns(CLOCK_MONOTONIC) + 10000000000LL;
+
+	for (;;) {
+		pthread_mutex_lock(&mutex);
+		if (*count >= n) {
+			pthread_mutex_unlock(&mutex);
+			return true;
+		}
+		pthread_mutex_unlock(&mutex);
+		if (now_ns(CLOCK_MONOTONIC) > end)
+			return false;
+		usleep(200);
+	}
+}
+
+static void test_broadcast_busy(void)
+{
+	enum { N = 64, ROUNDS = 40 };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	pid_t hogs[64];
+	pthread_t t[N];
+	struct timespec dl;
+	int i, r, nr_hogs = 0, hung = 0, rounds_done = 0;
+
+	if (cpus < 1)
+		cpus = 1;
+	for (i = 0; i < cpus && i < 64; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			cpu_set_t set;
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			CPU_ZERO(&set);
+			CPU_SET(i, &set);
+			(void) sched_setaffinity(0, sizeof(set), &set);
+			for (;;)
+				caa_cpu_relax();
+		}
+		if (pid > 0)
+			hogs[nr_hogs++] = pid;
+	}
+	memset(&cond, 0, sizeof(cond));
+	bb_gen = bb_waiting = bb_woken = bb_stop = 0;
+	for (i = 0; i < N; i++)
+		pthread_create(&t[i], NULL, bb_waiter, NULL);
+	for (r = 1; r <= ROUNDS; r++) {
+		if (!reach_within(&bb_waiting, N))
+			break;
+		pthread_mutex_lock(&mutex);
+		bb_gen = r;
+		urcu_cond_broadcast(&cond);
+		pthread_mutex_unlock(&mutex);
+		if (!reach_within(&bb_woken, N * r))
+			break;
+		rounds_done = r;
+	}
+	pthread_mutex_lock(&mutex);
+	bb_stop = 1;
+	urcu_cond_broadcast(&cond);
+	pthread_mutex_unlock(&mutex);
+	dl = deadline_in(CLOCK_REALTIME, 10000000000LL);
+	for (i = 0; i < N; i++)
+		if (pthread_timedjoin_np(t[i], NULL, &dl))
+			hung++;
+	for (i = 0; i < nr_hogs; i++) {
+		kill(hogs[i], SIGKILL);
+		waitpid(hogs[i], NULL, 0);
+	}
+	ok(rounds_done == ROUNDS && !hung && bb_woken == N * ROUNDS,
+		"%d broadcasts to %d waiters with every CPU busy: every waiter "
+		"woken each time (%d rounds done, %d wake-ups, %d hung)",
+		ROUNDS, N, rounds_done, bb_woken, hung);
+	if (!hung)
+		ok(urcu_cond_destroy(&cond) == 0, "destroy after the busy rounds");
+	else
+		ok(0, "destroy after the busy rounds: threads still wait");
+}
+
+/*
  * A urcu_mutex owner asleep in a condition wait (or an event-count wait)
  * counts as blocked (urcu_mutex_blocking_begin/end() around the futex
  * sleep): a waiter for that mutex whose only owner-running signal is
@@ -438,11 +554,12 @@ static void test_owner_blocked(int use_ec)
 
 int main(void)
 {
-	plan_tests(41);
+	plan_tests(43);
 	test_errors();
 	test_timeouts();
 	test_signal_broadcast();
 	test_broadcast_sizes();
+	test_broadcast_busy();
 	test_wait_ops();
 	test_ec();
 	test_owner_blocked(0);
