@@ -1079,6 +1079,20 @@ static int mk_localtime(const struct tz_snap *s, int64_t *t, struct tm *tp)
 	return 1;
 }
 
+/*
+ * The year (from 1900, months beyond 11 or below 0 carried into it) and
+ * the day of that year (not necessarily in range) of *tp's fields.
+ */
+static void tm_year_yday(const struct tm *tp, int64_t *year, int64_t *yday)
+{
+	int mon = tp->tm_mon;
+	int mon_rem = mon % 12 + (mon % 12 < 0 ? 12 : 0);
+
+	*year = (int64_t)tp->tm_year + mon / 12 - (mon % 12 < 0);
+	*yday = mon_yday[is_leap(*year + 1900)][mon_rem] - 1
+		+ (int64_t)tp->tm_mday;
+}
+
 /* tm_isdst values that disagree: one zero, the other positive. */
 static int isdst_differ(int a, int b)
 {
@@ -1139,11 +1153,8 @@ static int mk_other_dst(const struct tz_snap *s, int isdst, int64_t year,
 static int snap_mktime(const struct tz_snap *s, struct tm *tp, time_t *res)
 {
 	int sec = tp->tm_sec, min = tp->tm_min, hour = tp->tm_hour;
-	int mon = tp->tm_mon, isdst = tp->tm_isdst, sec_requested = sec;
-	int mon_rem = mon % 12 + (mon % 12 < 0 ? 12 : 0);
-	int64_t year = (int64_t)tp->tm_year + mon / 12 - (mon % 12 < 0);
-	int64_t yday = mon_yday[is_leap(year + 1900)][mon_rem] - 1
-		+ (int64_t)tp->tm_mday;
+	int isdst = tp->tm_isdst, sec_requested = sec;
+	int64_t year, yday;
 	long guess = CMM_LOAD_SHARED(mk_guess);
 	/* glibc keeps the guess's negation in an int: wrap as it does. */
 	int neg_guess = (int)(uint32_t)(0 - (uint64_t)guess);
@@ -1151,6 +1162,7 @@ static int snap_mktime(const struct tz_snap *s, struct tm *tp, time_t *res)
 	int64_t t0, t, t1, t2, dt;
 	struct tm tm;
 
+	tm_year_yday(tp, &year, &yday);
 	/* Every minute has 60 seconds in the arithmetic; see the end. */
 	if (sec < 0)
 		sec = 0;
@@ -1231,15 +1243,12 @@ found:
 static void mk_guess_from(const struct tm *in, time_t res,
 		const struct tm *out)
 {
-	int mon = in->tm_mon;
-	int mon_rem = mon % 12 + (mon % 12 < 0 ? 12 : 0);
-	int64_t year = (int64_t)in->tm_year + mon / 12 - (mon % 12 < 0);
-	int64_t yday = mon_yday[is_leap(year + 1900)][mon_rem] - 1
-		+ (int64_t)in->tm_mday;
+	int64_t year, yday;
 
 	/* -1 with *tp untouched is a failure, which leaves the guess. */
 	if (res == (time_t)-1 && !memcmp(in, out, sizeof(*in)))
 		return;
+	tm_year_yday(in, &year, &yday);
 	mk_guess_set((long)((uint64_t)(int64_t)res
 		- (uint64_t)tm_secs_between(year, yday, in->tm_hour,
 			in->tm_min, in->tm_sec, 70, 0, 0, 0, 0)));
