@@ -104,7 +104,17 @@ struct run {
 	struct urcu_percpu_freelist *fl;
 	enum way way;
 	unsigned long errors, pops, remote_takes;
+	int moved;	/* a node was taken: the phase may end */
 };
+
+/* Once per thread: tell the phase that nodes move. */
+static void note_moved(struct run *r, bool *noted)
+{
+	if (!*noted) {
+		*noted = true;
+		CMM_STORE_SHARED(r->moved, 1);
+	}
+}
 
 static void check_take(struct obj *o, unsigned long me, unsigned long *errors)
 {
@@ -123,7 +133,7 @@ static void worker(struct stress_thread *t)
 	struct run *r = (struct run *) t->arg;
 	struct obj *held[HOLD];
 	unsigned long me = t->id, errors = 0, pops = 0, takes = 0;
-	bool slow = r->way == WAY_HALF_SLOW && (t->id & 1);
+	bool slow = r->way == WAY_HALF_SLOW && (t->id & 1), noted = false;
 	int nh = 0, i;
 
 	if (t->id == 0) {
@@ -142,6 +152,7 @@ static void worker(struct stress_thread *t)
 				check_give(o, me, &errors);
 				urcu_percpu_freelist_push(r->fl, n);
 				takes++;
+				note_moved(r, &noted);
 			}
 		}
 		goto out;
@@ -158,6 +169,7 @@ static void worker(struct stress_thread *t)
 			check_take(held[nh], me, &errors);
 			nh++;
 			pops++;
+			note_moved(r, &noted);
 		} else {
 			struct obj *o = held[--nh];
 
@@ -180,8 +192,9 @@ out:
 
 static void test_stress(enum way w)
 {
-	struct run r = { make(w), w, 0, 0, 0 };
-	int i, count = 0, dup = 0;
+	struct run r = { make(w), w, 0, 0, 0, 0 };
+	struct stress_group *g;
+	int i, count = 0, dup = 0, waited_ms = 0;
 
 	if (!r.fl)
 		bail_out("urcu_percpu_freelist_create failed");
@@ -189,8 +202,19 @@ static void test_stress(enum way w)
 		objs[i].owner = FREE_TAG;
 		urcu_percpu_freelist_push(r.fl, &objs[i].node);
 	}
-	stress_run_ms(worker, &r, 17, STRESS_QUIET | STRESS_SIGNALS
-			| STRESS_MIGRATIONS, 250, NULL);
+	/*
+	 * 250 ms, and on until a node has moved: under emulation with many
+	 * vCPUs (64 on 2 host cores) no worker had run when 250 ms were up.
+	 * The wait for it is bounded (60 s); the check below then fails.
+	 */
+	g = stress_start(worker, &r, 17, STRESS_QUIET | STRESS_SIGNALS
+			| STRESS_MIGRATIONS);
+	usleep(250000);
+	while (!CMM_LOAD_SHARED(r.moved) && waited_ms < 60000) {
+		usleep(10000);
+		waited_ms += 10;
+	}
+	stress_stop(g, NULL);
 	for (i = -1; i < r.fl->nr_index; i++) {
 		struct urcu_percpu_freelist_node *n;
 
