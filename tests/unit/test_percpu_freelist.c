@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <urcu/uatomic.h>
 #include <urcu/percpu/freelist.h>
 
