@@ -1204,6 +1204,9 @@ static int snap_mktime(const struct tz_snap *s, struct tm *tp, time_t *res)
 			return r;
 	}
 found:
+	/* glibc's next guess: the offset found, whatever comes after. */
+	guess = (long)((uint64_t)t - (uint64_t)t0
+		- (uint64_t)(int64_t)neg_guess);
 	if (sec_requested != tm.tm_sec) {
 		/* The seconds asked for, out of range ones included. */
 		int64_t adj = (int64_t)(sec == 0 && tm.tm_sec == 60) - sec
@@ -1217,15 +1220,13 @@ found:
 			r = snap_localtime(s, ta, &tm);
 		}
 		if (r < 0)
-			return r;
-		mk_guess_set((long)((uint64_t)t - (uint64_t)t0
-			- (uint64_t)(int64_t)neg_guess));
+			return r;	/* glibc answers, and sets its guess */
+		mk_guess_set(guess);
 		if (r == 0)
 			return 0;
 		t = ta;
 	} else {
-		mk_guess_set((long)((uint64_t)t - (uint64_t)t0
-			- (uint64_t)(int64_t)neg_guess));
+		mk_guess_set(guess);
 	}
 	if ((time_t)t != t) {
 		errno = EOVERFLOW;
