@@ -5,8 +5,10 @@
  */
 #define _LGPL_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <urcu/wfstack.h>
@@ -85,11 +87,113 @@ static struct {
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE))) wait_yielders[WAIT_YIELD_SLOTS];
 
 /*
+ * Whether spinning would take a CPU from another process. Spinning, or
+ * giving the CPU away and taking it back, pays where a CPU would otherwise
+ * idle, and among the process's own threads (a yield hands the CPU to the
+ * thread we wait for). Where the CPUs have no idle time left and other
+ * processes use a good part of them (a busy server's other programs, a
+ * CPU hog), it takes their time, and a yield waits out their time
+ * slices: a waiter costs less asleep on the futex. Every
+ * WAIT_IDLE_SAMPLE_NS one thread of the process (the first waiter that
+ * finds the reading old) reads the machine's CPU time, busy and idle,
+ * from /proc/stat, and the process's own from CLOCK_PROCESS_CPUTIME_ID;
+ * the rest of the busy time is other processes'. Both are averaged over
+ * the last readings, in thousandths of a CPU: the machine's accounting
+ * moves by whole clock ticks. While the machine had less than half a CPU
+ * idle and others used half a CPU or more, a waiter sleeps at once where
+ * it would have spun or yielded past its first pauses. Without /proc the
+ * machine is taken as idle (the policy before). The process's own waiters
+ * that spin count as its work, not as idle time: a spinning waiter that
+ * crowds out another process's thread hides it (redis's background
+ * thread against its client, doc/pthread-cond-preload.md).
+ */
+#define WAIT_IDLE_SAMPLE_NS	10000000
+static int wait_stat_fd = -2;		/* -2: not opened yet; -1: none */
+static int64_t wait_idle_sampled_ns;
+static int32_t wait_busy;		/* others' work, no idle CPU */
+/*
+ * The sampling thread's own: one at a time, but for a sampler held off
+ * the CPU longer than the period (a bad reading then, nothing worse).
+ */
+static uint64_t wait_stat_busy, wait_stat_idle;	/* clock ticks */
+static int64_t wait_cpu_sampled_ns;	/* the process's CPU time */
+static long wait_others_avg, wait_idle_avg;
+static long wait_tick_ns;
+
+static void wait_idle_sample(int64_t last, int64_t now)
+{
+	int64_t cpu = urcu_rseq_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	unsigned long long v[8] = { 0 };
+	uint64_t busy, idle;
+	long others, idle_cpus;
+	char buf[256];
+	ssize_t len;
+	int fd = CMM_LOAD_SHARED(wait_stat_fd);
+
+	if (fd == -2) {
+		int nfd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+
+		wait_tick_ns = 1000000000L / sysconf(_SC_CLK_TCK);
+		if (nfd < 0)
+			nfd = -1;
+		fd = uatomic_cmpxchg(&wait_stat_fd, -2, nfd);
+		if (fd == -2)
+			fd = nfd;
+		else if (nfd >= 0)
+			close(nfd);	/* another thread opened it first */
+	}
+	if (fd < 0)
+		return;
+	len = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (len <= 0)
+		return;
+	buf[len] = '\0';
+	/* "cpu  user nice system idle iowait irq softirq steal ..." */
+	if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+			&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+			&v[7]) < 4)
+		return;
+	busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+	idle = v[3] + v[4];
+	if (last && now > last && wait_stat_busy) {
+		others = (long) (((int64_t) (busy - wait_stat_busy) * wait_tick_ns
+				- (cpu - wait_cpu_sampled_ns)) * 1000
+				/ (now - last));
+		idle_cpus = (long) ((int64_t) (idle - wait_stat_idle)
+				* wait_tick_ns * 1000 / (now - last));
+		if (others < 0)
+			others = 0;
+		wait_others_avg += (others - wait_others_avg) / 2;
+		wait_idle_avg += (idle_cpus - wait_idle_avg) / 2;
+		CMM_STORE_SHARED(wait_busy, wait_others_avg >= 500
+				&& wait_idle_avg < 500);
+	}
+	wait_stat_busy = busy;
+	wait_stat_idle = idle;
+	wait_cpu_sampled_ns = cpu;
+}
+
+/*
+ * Called by a waiter about to spin or yield past its first pauses: false
+ * when it should sleep at once instead (see above).
+ */
+static bool wait_cpu_idle(int64_t now)
+{
+	int64_t last = CMM_LOAD_SHARED(wait_idle_sampled_ns);
+
+	if (now - last >= WAIT_IDLE_SAMPLE_NS
+			&& uatomic_cmpxchg(&wait_idle_sampled_ns, last, now) == last)
+		wait_idle_sample(last, now);
+	return !CMM_LOAD_SHARED(wait_busy);
+}
+
+/*
  * The only process-wide state of wait-stacks with a count that a thread
  * holds for a while. A fork child inherits the counts of threads that
  * it does not have (the forking thread is in fork(), not in a wait):
  * they would keep the child's waiters on those CPUs from ever giving the
- * CPU away. Zero is exact there. Nothing else here needs a fork handler:
+ * CPU away. Zero is exact there. The child's CPU time starts again from
+ * zero: its readings of the machine start afresh (a zero time means none). Nothing else here needs a fork handler:
  * there is no process-wide lock; a queue's own lock held by another
  * thread at the fork stays held in the child, as with any object that
  * other threads were using (doc/wait.md, "fork").
@@ -97,6 +201,7 @@ static struct {
 static void wait_fork_child(void)
 {
 	memset(wait_yielders, 0, sizeof(wait_yielders));
+	wait_idle_sampled_ns = 0;
 }
 
 __attribute__((constructor))
@@ -184,6 +289,9 @@ crowded:
 				return URCU_WAIT_SPIN_EXHAUSTED;
 			break;
 		}
+		if (!start && !wait_cpu_idle(
+				urcu_rseq_now_ns(CLOCK_MONOTONIC)))
+			return URCU_WAIT_SPIN_EXHAUSTED;
 		uatomic_inc(yielders);
 		(void) wait_probe(&now);
 		uatomic_dec(yielders);
@@ -215,8 +323,11 @@ spin:
 		if (i & WAIT_SPIN_CHECK_MASK)
 			continue;
 		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
-		if (!start)
+		if (!start) {
 			*start_ns = start = last_yield = now;
+			if (!wait_cpu_idle(now))
+				return URCU_WAIT_SPIN_EXHAUSTED;
+		}
 		if (abstime && (clock == CLOCK_MONOTONIC ? now :
 				urcu_rseq_now_ns(clock)) >= deadline)
 			return URCU_WAIT_SPIN_DEADLINE;
