@@ -155,8 +155,15 @@ static void wait_idle_sample(int64_t last, int64_t now)
 		return;
 	busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
 	idle = v[3] + v[4];
-	if (last && now > last && wait_stat_busy) {
-		others = (long) (((int64_t) (busy - wait_stat_busy) * wait_tick_ns
+	/*
+	 * A reading a second or more after the last (no waits meanwhile)
+	 * only starts a new pair: the old state is stale, and the products
+	 * below stay far from overflow.
+	 */
+	if (last && now > last && now - last < 1000000000
+			&& wait_stat_busy) {
+		others = (long) (((int64_t) (busy - wait_stat_busy)
+				* wait_tick_ns
 				- (cpu - wait_cpu_sampled_ns)) * 1000
 				/ (now - last));
 		idle_cpus = (long) ((int64_t) (idle - wait_stat_idle)
@@ -181,8 +188,9 @@ static bool wait_cpu_idle(int64_t now)
 {
 	int64_t last = CMM_LOAD_SHARED(wait_idle_sampled_ns);
 
-	if (now - last >= WAIT_IDLE_SAMPLE_NS
-			&& uatomic_cmpxchg(&wait_idle_sampled_ns, last, now) == last)
+	if (now - last < WAIT_IDLE_SAMPLE_NS)
+		return !CMM_LOAD_SHARED(wait_busy);
+	if (uatomic_cmpxchg(&wait_idle_sampled_ns, last, now) == last)
 		wait_idle_sample(last, now);
 	return !CMM_LOAD_SHARED(wait_busy);
 }
@@ -193,8 +201,9 @@ static bool wait_cpu_idle(int64_t now)
  * it does not have (the forking thread is in fork(), not in a wait):
  * they would keep the child's waiters on those CPUs from ever giving the
  * CPU away. Zero is exact there. The child's CPU time starts again from
- * zero: its readings of the machine start afresh (a zero time means none). Nothing else here needs a fork handler:
- * there is no process-wide lock; a queue's own lock held by another
+ * zero: its readings of the machine start afresh (a zero time means
+ * none). Nothing else here needs a fork handler: there is no
+ * process-wide lock; a queue's own lock held by another
  * thread at the fork stays held in the child, as with any object that
  * other threads were using (doc/wait.md, "fork").
  */
