@@ -244,8 +244,13 @@ static void dump_cond(const pthread_cond_t *c)
 }
 
 /*
- * Wait for the round's consumers to reach @target; diagnose a stall.
- * Returns the lost wake-ups found (each is repaired by a broadcast).
+ * Wait for the round's consumers to reach @target and for its producers
+ * to be done; diagnose a stall. Returns the lost wake-ups found (each is
+ * repaired by a broadcast). The consumers can take the last token before
+ * its producer counts itself done: the round goes on until it has, or
+ * that count would land in the next round, which would then never see
+ * its producers done and never diagnose a stall (a self-test run hung
+ * so, once in about 10 runs with a CPU hog on every CPU).
  */
 static unsigned long finish_round(struct lw_state *s, unsigned long target,
 		unsigned int quiet_ms, unsigned long round)
@@ -253,7 +258,8 @@ static unsigned long finish_round(struct lw_state *s, unsigned long target,
 	unsigned long lost = 0, last = uatomic_read(&s->consumed);
 	uint64_t since = now_ms();
 
-	while (uatomic_read(&s->consumed) != target) {
+	while (uatomic_read(&s->consumed) != target
+			|| uatomic_read(&s->producers_done) != s->producers) {
 		unsigned long c, tokens;
 		unsigned int blocked;
 
