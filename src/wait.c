@@ -112,8 +112,9 @@ static int wait_stat_fd = -2;		/* -2: not opened yet; -1: none */
 static int64_t wait_idle_sampled_ns;
 static int32_t wait_busy;		/* others' work, no idle CPU */
 /*
- * The sampling thread's own: one at a time, but for a sampler held off
- * the CPU longer than the period (a bad reading then, nothing worse).
+ * The sampling thread's: one at a time, but for a sampler held off the
+ * CPU longer than the period (a bad reading then, nothing worse); the
+ * next one reads what the last one stored.
  */
 static uint64_t wait_stat_busy, wait_stat_idle;	/* clock ticks */
 static int64_t wait_cpu_sampled_ns;	/* the process's CPU time */
@@ -123,9 +124,12 @@ static long wait_tick_ns;
 static void wait_idle_sample(int64_t last, int64_t now)
 {
 	int64_t cpu = urcu_rseq_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	int64_t last_cpu = CMM_LOAD_SHARED(wait_cpu_sampled_ns);
+	uint64_t last_busy = CMM_LOAD_SHARED(wait_stat_busy);
+	uint64_t last_idle = CMM_LOAD_SHARED(wait_stat_idle);
 	unsigned long long v[8] = { 0 };
+	long others, idle_cpus, others_avg, idle_avg, tick_ns;
 	uint64_t busy, idle;
-	long others, idle_cpus;
 	char buf[256];
 	ssize_t len;
 	int fd = CMM_LOAD_SHARED(wait_stat_fd);
@@ -133,7 +137,8 @@ static void wait_idle_sample(int64_t last, int64_t now)
 	if (fd == -2) {
 		int nfd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
 
-		wait_tick_ns = 1000000000L / sysconf(_SC_CLK_TCK);
+		CMM_STORE_SHARED(wait_tick_ns,
+				1000000000L / sysconf(_SC_CLK_TCK));
 		if (nfd < 0)
 			nfd = -1;
 		fd = uatomic_cmpxchg(&wait_stat_fd, -2, nfd);
@@ -155,29 +160,31 @@ static void wait_idle_sample(int64_t last, int64_t now)
 		return;
 	busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
 	idle = v[3] + v[4];
+	tick_ns = CMM_LOAD_SHARED(wait_tick_ns);
 	/*
 	 * A reading a second or more after the last (no waits meanwhile)
 	 * only starts a new pair: the old state is stale, and the products
 	 * below stay far from overflow.
 	 */
-	if (last && now > last && now - last < 1000000000
-			&& wait_stat_busy) {
-		others = (long) (((int64_t) (busy - wait_stat_busy)
-				* wait_tick_ns
-				- (cpu - wait_cpu_sampled_ns)) * 1000
-				/ (now - last));
-		idle_cpus = (long) ((int64_t) (idle - wait_stat_idle)
-				* wait_tick_ns * 1000 / (now - last));
+	if (last && now > last && now - last < 1000000000 && last_busy) {
+		others = (long) (((int64_t) (busy - last_busy) * tick_ns
+				- (cpu - last_cpu)) * 1000 / (now - last));
+		idle_cpus = (long) ((int64_t) (idle - last_idle) * tick_ns
+				* 1000 / (now - last));
 		if (others < 0)
 			others = 0;
-		wait_others_avg += (others - wait_others_avg) / 2;
-		wait_idle_avg += (idle_cpus - wait_idle_avg) / 2;
-		CMM_STORE_SHARED(wait_busy, wait_others_avg >= 500
-				&& wait_idle_avg < 500);
+		others_avg = CMM_LOAD_SHARED(wait_others_avg);
+		idle_avg = CMM_LOAD_SHARED(wait_idle_avg);
+		others_avg += (others - others_avg) / 2;
+		idle_avg += (idle_cpus - idle_avg) / 2;
+		CMM_STORE_SHARED(wait_others_avg, others_avg);
+		CMM_STORE_SHARED(wait_idle_avg, idle_avg);
+		CMM_STORE_SHARED(wait_busy, others_avg >= 500
+				&& idle_avg < 500);
 	}
-	wait_stat_busy = busy;
-	wait_stat_idle = idle;
-	wait_cpu_sampled_ns = cpu;
+	CMM_STORE_SHARED(wait_stat_busy, busy);
+	CMM_STORE_SHARED(wait_stat_idle, idle);
+	CMM_STORE_SHARED(wait_cpu_sampled_ns, cpu);
 }
 
 /*
