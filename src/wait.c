@@ -110,7 +110,8 @@ static struct {
 #define WAIT_IDLE_SAMPLE_NS	10000000
 static int wait_stat_fd = -2;		/* -2: not opened yet; -1: none */
 static int64_t wait_idle_sampled_ns;
-static int32_t wait_busy;		/* others' work, no idle CPU */
+/* Others' work, no idle CPU: a hint, read and written without ordering. */
+static int32_t wait_busy;
 /*
  * The sampling thread's: one at a time, but for a sampler held off the
  * CPU longer than the period (a bad reading then, nothing worse); the
@@ -136,9 +137,11 @@ static void wait_idle_sample(int64_t last, int64_t now)
 
 	if (fd == -2) {
 		int nfd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+		long hz = sysconf(_SC_CLK_TCK);
 
-		CMM_STORE_SHARED(wait_tick_ns,
-				1000000000L / sysconf(_SC_CLK_TCK));
+		if (hz <= 0)
+			hz = 100;
+		CMM_STORE_SHARED(wait_tick_ns, 1000000000L / hz);
 		if (nfd < 0)
 			nfd = -1;
 		fd = uatomic_cmpxchg(&wait_stat_fd, -2, nfd);
@@ -195,9 +198,9 @@ static bool wait_cpu_idle(int64_t now)
 {
 	int64_t last = CMM_LOAD_SHARED(wait_idle_sampled_ns);
 
-	if (now - last < WAIT_IDLE_SAMPLE_NS)
-		return !CMM_LOAD_SHARED(wait_busy);
-	if (uatomic_cmpxchg(&wait_idle_sampled_ns, last, now) == last)
+	if (now - last >= WAIT_IDLE_SAMPLE_NS
+			&& uatomic_cmpxchg(&wait_idle_sampled_ns, last, now)
+				== last)
 		wait_idle_sample(last, now);
 	return !CMM_LOAD_SHARED(wait_busy);
 }
@@ -305,8 +308,7 @@ crowded:
 				return URCU_WAIT_SPIN_EXHAUSTED;
 			break;
 		}
-		if (!start && !wait_cpu_idle(
-				urcu_rseq_now_ns(CLOCK_MONOTONIC)))
+		if (!start && !wait_cpu_idle(urcu_rseq_now_ns(CLOCK_MONOTONIC)))
 			return URCU_WAIT_SPIN_EXHAUSTED;
 		uatomic_inc(yielders);
 		(void) wait_probe(&now);
