@@ -43,6 +43,14 @@
 #endif
 
 /*
+ * The kernel's time-slice extension for the calling thread (src/rseq.c):
+ * its request byte (the granted byte follows), or NULL where there is
+ * none; and the yield that ends a granted extension.
+ */
+uint8_t *urcu_rseq_slice_enable(void);
+void urcu_rseq_slice_yield(void);
+
+/*
  * Futex on a 32-bit word, private to the process. liburcu's urcu/futex.h
  * provides the raw system call; these add the timeout conventions used by
  * every primitive: @abstime is absolute on @clock (CLOCK_MONOTONIC or

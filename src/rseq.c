@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -44,6 +45,24 @@
 #endif
 #ifndef __NR_membarrier
 #error "the membarrier system call number is unknown for this architecture"
+#endif
+/*
+ * The time-slice extension (Linux 7.0+, CONFIG_RSEQ_SLICE_EXTENSION): the
+ * kernel sets this bit of the area's flags at registration when it will
+ * grant extensions to the thread, which it does only for a registration
+ * longer than the original 32 bytes (its "v2" mode). The control word
+ * follows mm_cid: a request byte the thread sets, a granted byte the
+ * kernel sets. The system call number is the same on every architecture.
+ */
+#define RSEQ_FLAG_SLICE_EXT_AVAILABLE	(1U << 4)
+#define SLICE_CTRL_OFF			28
+#ifndef PR_RSEQ_SLICE_EXTENSION
+#define PR_RSEQ_SLICE_EXTENSION		79
+#define PR_RSEQ_SLICE_EXTENSION_SET	2
+#define PR_RSEQ_SLICE_EXT_ENABLE	0x01
+#endif
+#ifndef __NR_rseq_slice_yield
+#define __NR_rseq_slice_yield		471
 #endif
 #if !HAVE_DECL_MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ
 #define MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ		(1 << 7)
@@ -70,6 +89,8 @@ URCU_RSEQ_API unsigned int urcu_rseq_features;
 URCU_RSEQ_API int urcu_rseq_fi_loops;
 
 static unsigned int own_area_len = URCU_RSEQ_ORIG_SIZE;
+/* The registered length of the area every thread uses (glibc's or ours). */
+static unsigned int area_len = URCU_RSEQ_ORIG_SIZE;
 static bool rseq_disabled;	/* URCU_RSEQ_DISABLE=1: every thread takes the fallbacks */
 static pthread_key_t exit_key;
 static int nr_possible_cpus;
@@ -166,6 +187,35 @@ out:
 	if (ret)
 		errno = err;
 	return ret;
+}
+
+/*
+ * Turn the time-slice extension on for the calling thread (registering its
+ * area if needed) and return its request byte, the granted byte next to
+ * it; NULL where the kernel offers none: before Linux 7.0, a kernel built
+ * without it or booted with rseq_slice_ext=0, a 32-byte registration
+ * (glibc before 2.40), or rseq turned off.
+ */
+uint8_t *urcu_rseq_slice_enable(void)
+{
+	struct urcu_rseq_abi *rs;
+
+	if (urcu_rseq_thread_register() || area_len <= URCU_RSEQ_ORIG_SIZE)
+		return NULL;
+	rs = urcu_rseq_area();
+	if (!(CMM_LOAD_SHARED(rs->flags) & RSEQ_FLAG_SLICE_EXT_AVAILABLE))
+		return NULL;
+	/* 0 as well when another part of the program turned it on already. */
+	if (prctl(PR_RSEQ_SLICE_EXTENSION, PR_RSEQ_SLICE_EXTENSION_SET,
+			PR_RSEQ_SLICE_EXT_ENABLE, 0, 0))
+		return NULL;
+	return (uint8_t *) rs + SLICE_CTRL_OFF;
+}
+
+/* Give back the CPU after a granted extension: the kernel expects it. */
+void urcu_rseq_slice_yield(void)
+{
+	(void) syscall(__NR_rseq_slice_yield);
 }
 
 /* True when the calling thread's area is registered (registering it if needed). */
@@ -385,6 +435,7 @@ static void __attribute__((constructor(101))) urcu_rseq_thread_layer_init(void)
 		}
 		own_area_len = reg_len;
 	}
+	area_len = reg_len;
 	if (feat > reg_len)
 		feat = reg_len;
 	if (feat >= URCU_RSEQ_FEATURE_SIZE_NODE_ID)
