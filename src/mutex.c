@@ -166,8 +166,16 @@ static __thread uint32_t self_id;
 static __thread int32_t blocking_depth;
 /* Until when this thread's spins are capped short (see CONTENDED_NS). */
 static __thread int64_t contended_until;
+/*
+ * The kernel's time-slice extension (Linux 7.0+): the thread's request
+ * byte, set while it holds at least one mutex (slice_held counts them),
+ * or NULL where the kernel offers none or URCU_MUTEX_SLICE_EXT=0.
+ */
+static __thread uint8_t *slice_req;
+static __thread uint32_t slice_held;
 
 static bool kernel_backend;
+static bool slice_off;
 
 /* ---- Thread registry ---------------------------------------------------- */
 
@@ -340,6 +348,8 @@ static struct urcu_mutex_thread *self_slow(void)
 	CMM_STORE_SHARED(d->tid, (pid_t) syscall(SYS_gettid));
 	CMM_STORE_SHARED(d->blocked, blocking_depth);
 	CMM_STORE_SHARED(d->rseq, urcu_rseq_available() ? urcu_rseq_area() : NULL);
+	if (!slice_off)
+		slice_req = urcu_rseq_slice_enable();
 	(void) pthread_setspecific(exit_key, d);
 	self = d;
 	self_id = d->id;
@@ -372,9 +382,12 @@ static bool kernel_probe(void)
 
 static void __attribute__((constructor)) mutex_init_once(void)
 {
+	const char *v = getenv("URCU_MUTEX_SLICE_EXT");
+
 	(void) pthread_key_create(&exit_key, thread_exit);
 	(void) pthread_atfork(fork_prepare, fork_parent, fork_child);
 	kernel_backend = kernel_probe();
+	slice_off = v && strcmp(v, "0") == 0;
 }
 
 const char *urcu_mutex_owner_backend(void)
@@ -453,6 +466,54 @@ proc:
 			return proc_says_sleeping(tid);
 	}
 	return false;
+}
+
+/* ---- Time-slice extension ------------------------------------------------ */
+
+/*
+ * A thread that holds a mutex asks the kernel not to preempt it: a tick or
+ * a wake-up that would switch it out lets it run a few microseconds more
+ * (5 us by default, Linux's debugfs rseq/slice_ext_nsec), enough for most
+ * critical sections to end and unlock, instead of leaving every waiter
+ * behind a holder that sits in a run queue. The request goes up with the
+ * first mutex the thread takes and down with the last it releases, so
+ * that no request outlives the locks; if the kernel granted one meanwhile,
+ * the thread gives the CPU back at once, as the kernel requires. Both run
+ * after the lock word changed hands: the acquire and release are the
+ * cmpxchgs, and the request only covers the section between them.
+ * Only the thread reads and writes the count and the byte (the kernel
+ * clears the byte when it grants or switches the thread out): compiler
+ * barriers keep the critical section between the request and its end.
+ */
+static inline void slice_begin(void)
+{
+	uint8_t *req = slice_req;
+	uint32_t n;
+
+	if (!req)
+		return;
+	n = slice_held++;
+	if (!n)
+		CMM_STORE_SHARED(req[0], 1);
+	cmm_barrier();
+}
+
+static inline void slice_end(void)
+{
+	uint8_t *req = slice_req;
+	uint32_t n;
+
+	if (!req)
+		return;
+	n = --slice_held;
+	if (n)
+		return;
+	cmm_barrier();
+	CMM_STORE_SHARED(req[0], 0);
+	cmm_barrier();
+	/* Granted (req[1]) while we held the lock: the kernel waits for us. */
+	if (CMM_LOAD_SHARED(req[1]))
+		urcu_rseq_slice_yield();
 }
 
 /* ---- Lock ---------------------------------------------------------------- */
@@ -824,9 +885,9 @@ static inline bool lock_fast(struct urcu_mutex *m, uint32_t id)
 
 void urcu_mutex_lock(struct urcu_mutex *m)
 {
-	if (caa_likely(lock_fast(m, get_self_id())))
-		return;
-	(void) lock_slow(m, NULL);
+	if (caa_unlikely(!lock_fast(m, get_self_id())))
+		(void) lock_slow(m, NULL);
+	slice_begin();
 }
 
 bool urcu_mutex_trylock(struct urcu_mutex *m)
@@ -835,16 +896,23 @@ bool urcu_mutex_trylock(struct urcu_mutex *m)
 	int32_t s = CMM_LOAD_SHARED(m->state);
 
 	/* A pending hand-off is owned by the lock word: no barging past it. */
-	return !owner_of(s) && try_take(m, s, me->id, 0, false);
+	if (owner_of(s) || !try_take(m, s, me->id, 0, false))
+		return false;
+	slice_begin();
+	return true;
 }
 
 int urcu_mutex_timedlock(struct urcu_mutex *m, const struct timespec *abstime)
 {
+	int ret = 0;
+
 	if (!m || !abstime || !urcu_rseq_ts_valid(abstime))
 		return EINVAL;
-	if (lock_fast(m, get_self_id()))
-		return 0;
-	return lock_slow(m, abstime);
+	if (!lock_fast(m, get_self_id()))
+		ret = lock_slow(m, abstime);
+	if (!ret)
+		slice_begin();
+	return ret;
 }
 
 /* ---- Unlock -------------------------------------------------------------- */
@@ -939,18 +1007,21 @@ int urcu_mutex_unlock(struct urcu_mutex *m)
 {
 	uint32_t id = get_self_id();
 	int32_t s = CMM_LOAD_SHARED(m->state);
+	int ret = 0;
 
 	/*
 	 * No hand-off and no wake-up due (nobody sleeps, or a waiter
 	 * watches the word): release, keeping the bits, in one cmpxchg.
 	 * Release: pairs with the cmpxchg of the next try_take().
 	 */
-	if (caa_likely(owner_of(s) == id && !(s & STATE_HANDOFF)
-			&& (s & (STATE_SLEEPERS | STATE_AWAKE)) != STATE_SLEEPERS)
+	if (caa_unlikely(!(owner_of(s) == id && !(s & STATE_HANDOFF)
+			&& (s & (STATE_SLEEPERS | STATE_AWAKE)) != STATE_SLEEPERS
 			&& uatomic_cmpxchg(&m->state, s,
-				s & (STATE_SLEEPERS | STATE_AWAKE)) == s)
-		return 0;
-	return unlock_slow(m, id, CMM_LOAD_SHARED(m->state));
+				s & (STATE_SLEEPERS | STATE_AWAKE)) == s)))
+		ret = unlock_slow(m, id, CMM_LOAD_SHARED(m->state));
+	if (!ret)
+		slice_end();
+	return ret;
 }
 
 /* ---- Setup --------------------------------------------------------------- */
