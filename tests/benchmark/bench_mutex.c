@@ -28,6 +28,7 @@
  * BENCH_FULL=1 runs the harness's long setting).
  */
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,23 @@ static void add_ceiling(struct bench *b, const char *name, struct cell *cell)
 	DEF("urcu_mutex", URCU, c),					\
 }
 
+/*
+ * Whether urcu_mutex owners ask the kernel not to be preempted (Linux 7.0+
+ * built with the extension; URCU_MUTEX_SLICE_EXT=0 turns it off): a
+ * thread's first lock turns it on, which prctl then reports.
+ */
+static const char *slice_extension_state(void)
+{
+	struct urcu_mutex m = URCU_MUTEX_INITIALIZER;
+	int on;
+
+	urcu_mutex_lock(&m);
+	urcu_mutex_unlock(&m);
+	on = prctl(79 /* PR_RSEQ_SLICE_EXTENSION */, 1 /* _GET */, 0, 0, 0);
+	return on == 1 ? "on" : on == 0 ? "off (turned off)"
+		: "absent (this kernel offers none to this thread)";
+}
+
 int main(int argc, char **argv)
 {
 	struct bench *b;
@@ -313,6 +331,8 @@ int main(int argc, char **argv)
 		(unsigned long long) loops_15ns,
 		(unsigned long long) loops_500ns,
 		(unsigned long long) loops_100us);
+	fprintf(stderr, "bench_mutex: the kernel's time-slice extension: %s\n",
+		slice_extension_state());
 	BENCH_GROUP(b, "cs_15ns", BENCH_THREADS(2, 8, 32), cs15);
 	BENCH_GROUP(b, "cs_500ns", BENCH_THREADS(2, 8, 32), cs500);
 	BENCH_GROUP(b, "bimodal", BENCH_THREADS(2, 8, 32), bimodal);

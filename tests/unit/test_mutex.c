@@ -5,8 +5,11 @@
  * hand-off that keeps a waiter from starving, a timed waiter leaving
  * the hand-off slot cleanly, destroy right after an unlock that found a
  * stale waiter bit, owner ids recycled at thread exit, a fork child whose
- * parent left a waiter in the hand-off slot, and blocking_begin/end in a
- * thread without an id.
+ * parent left a waiter in the hand-off slot, blocking_begin/end in a
+ * thread without an id, and the kernel's time-slice extension (Linux 7.0+
+ * built with it): asked for while a mutex is held, never left asked for
+ * or granted after the last unlock, granted to an owner that a thread on
+ * its CPU would preempt, and given back.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,9 +20,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <urcu/uatomic.h>
 #include <urcu/mutex.h>
+#include <urcu/rseq.h>
 #include "tap.h"
 #include "stress.h"
 #include "lifecycle.h"
@@ -580,9 +585,189 @@ static void test_blocking(void)
 		"first lock");
 }
 
+/*
+ * The time-slice extension's ABI (Linux 7.0+ uapi): the area's flags bit
+ * the kernel sets when it offers it to the thread, the prctl that says
+ * whether the thread turned it on, and the control word at byte 28 (the
+ * request byte, then the granted byte).
+ */
+#define SLICE_AVAILABLE		(1U << 4)
+extern const unsigned int __rseq_size __attribute__((weak));
+#define SLICE_PRCTL		79
+#define SLICE_PRCTL_GET		1
+#define SLICE_CTRL_OFF		28
+
+static volatile uint8_t *slice_ctrl(void)
+{
+	return (volatile uint8_t *) urcu_rseq_area() + SLICE_CTRL_OFF;
+}
+
+/* Request or granted byte set. */
+static bool slice_asked(void)
+{
+	return slice_ctrl()[0] || slice_ctrl()[1];
+}
+
+static struct urcu_mutex slice_a = URCU_MUTEX_INITIALIZER;
+static struct urcu_mutex slice_b = URCU_MUTEX_INITIALIZER;
+static void *slice_holder(void *arg)
+{
+	(void) arg;
+	urcu_mutex_lock(&slice_b);
+	while (!CMM_LOAD_SHARED(release_held))
+		usleep(1000);
+	urcu_mutex_unlock(&slice_b);
+	return NULL;
+}
+
+static volatile int slice_stop;
+
+static void *slice_hog(void *arg)
+{
+	cpu_set_t *set = (cpu_set_t *) arg;
+
+	(void) pthread_setaffinity_np(pthread_self(), sizeof(*set), set);
+	while (!slice_stop)
+		caa_cpu_relax();
+	return NULL;
+}
+
+/*
+ * Holds slice_a in 20 us sections while a thread on the same CPU competes
+ * for it: the ticks that would preempt the owner find it holding the lock.
+ * Counts the sections in which the kernel granted an extension, and after
+ * each unlock checks that nothing is left asked for or granted (the unlock
+ * gave a granted extension back: otherwise the granted byte stays until
+ * the kernel's timer ends it).
+ */
+static void slice_grants(unsigned long *grants, unsigned long *sections,
+		unsigned long *left)
+{
+	cpu_set_t set;
+	pthread_t hog;
+	int64_t end, t;
+	int cpu = sched_getcpu();
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu < 0 ? 0 : cpu, &set);
+	(void) pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	slice_stop = 0;
+	if (pthread_create(&hog, NULL, slice_hog, &set))
+		bail_out("pthread_create");
+	end = now_ns(CLOCK_MONOTONIC) + 3000000000LL;
+	*grants = *sections = *left = 0;
+	while (*grants < 20 && now_ns(CLOCK_MONOTONIC) < end) {
+		bool granted = false;
+
+		urcu_mutex_lock(&slice_a);
+		t = now_ns(CLOCK_MONOTONIC) + 20000;
+		while (now_ns(CLOCK_MONOTONIC) < t)
+			granted |= slice_ctrl()[1] != 0;
+		urcu_mutex_unlock(&slice_a);
+		if (slice_ctrl()[0] || slice_ctrl()[1])
+			(*left)++;
+		*grants += granted;
+		(*sections)++;
+	}
+	slice_stop = 1;
+	pthread_join(hog, NULL);
+	CPU_ZERO(&set);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		CPU_SET(cpu, &set);
+	(void) pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void test_slice_extension(void)
+{
+	struct timespec ts;
+	unsigned long grants, sections, left;
+	uint32_t flags = 0;
+	bool offered, on;
+	pthread_t t;
+	int ret;
+
+	/* The first lock of this thread turned it on, if offered. */
+	urcu_mutex_lock(&slice_a);
+	urcu_mutex_unlock(&slice_a);
+	if (urcu_rseq_available())
+		flags = CMM_LOAD_SHARED(urcu_rseq_area()->flags);
+	offered = flags & SLICE_AVAILABLE;
+	on = prctl(SLICE_PRCTL, SLICE_PRCTL_GET, 0, 0, 0) == 1;
+	diag("time-slice extension: %s by the kernel (rseq flags 0x%x) to "
+		"%s area (__rseq_size %u), %s",
+		offered ? "offered" : "not offered", flags,
+		(urcu_rseq_features & URCU_RSEQ_FEATURE_GLIBC_AREA)
+			? "glibc's" : "the library's own",
+		&__rseq_size ? __rseq_size : 0, on ? "on" : "off");
+	if (!offered) {
+		ok(!on, "no time-slice extension offered: none turned on");
+		skip(5, "the kernel offers no time-slice extension to this "
+			"thread (Linux before 7.0, built without it, or a "
+			"32-byte registration)");
+		return;
+	}
+	if (getenv("URCU_MUTEX_SLICE_EXT")
+			&& strcmp(getenv("URCU_MUTEX_SLICE_EXT"), "0") == 0) {
+		urcu_mutex_lock(&slice_a);
+		ret = slice_asked();
+		urcu_mutex_unlock(&slice_a);
+		ok(!on && !ret, "URCU_MUTEX_SLICE_EXT=0: never turned on nor asked");
+		skip(5, "URCU_MUTEX_SLICE_EXT=0");
+		return;
+	}
+	ok(on, "the first lock turned the thread's extension on");
+
+	urcu_mutex_lock(&slice_a);
+	ret = slice_asked();
+	urcu_mutex_lock(&slice_b);
+	urcu_mutex_unlock(&slice_b);
+	ret &= slice_asked();
+	urcu_mutex_lock(&slice_b);
+	urcu_mutex_unlock(&slice_a);	/* not in the order taken */
+	ret &= slice_asked();
+	urcu_mutex_unlock(&slice_b);
+	ok(ret && !slice_asked(),
+		"asked for while any mutex is held, nested or not, and no "
+		"more after the last unlock");
+
+	ret = urcu_mutex_trylock(&slice_a) && slice_asked();
+	urcu_mutex_unlock(&slice_a);
+	ts = deadline_in(1000000);
+	ret &= urcu_mutex_timedlock(&slice_a, &ts) == 0 && slice_asked();
+	urcu_mutex_unlock(&slice_a);
+	ret &= !slice_asked();
+	/* Failed attempts and a refused unlock change nothing. */
+	CMM_STORE_SHARED(release_held, 0);
+	if (pthread_create(&t, NULL, slice_holder, NULL))
+		bail_out("pthread_create");
+	while (!OWNER_OF(&slice_b))
+		usleep(1000);
+	ret &= !urcu_mutex_trylock(&slice_b) && !slice_asked();
+	ts = deadline_in(2000000);
+	ret &= urcu_mutex_timedlock(&slice_b, &ts) == ETIMEDOUT && !slice_asked();
+	urcu_mutex_lock(&slice_a);
+	ret &= urcu_mutex_unlock(&slice_b) == EPERM && slice_asked();
+	urcu_mutex_unlock(&slice_a);
+	ret &= !slice_asked();
+	CMM_STORE_SHARED(release_held, 1);
+	pthread_join(t, NULL);
+	ok(ret, "trylock and timedlock ask; a failed trylock, a timed-out "
+		"timedlock and a refused unlock leave it as it was");
+
+	slice_grants(&grants, &sections, &left);
+	diag("time-slice extension: %lu of %lu sections granted", grants,
+		sections);
+	ok(grants > 0, "the kernel granted extensions to an owner that a "
+		"thread on its CPU would preempt (%lu)", grants);
+	ok(left == 0, "after every unlock nothing was left asked for or "
+		"granted: each grant was given back (%lu)", left);
+	ok(prctl(SLICE_PRCTL, SLICE_PRCTL_GET, 0, 0, 0) == 1,
+		"still on afterwards");
+}
+
 int main(void)
 {
-	plan_tests(35 + 5 + 5 + 2 + 1);
+	plan_tests(35 + 5 + 5 + 2 + 1 + 6);
 	test_args();
 	test_ownership();
 	test_exclusion(URCU_MUTEX_OWNER_DEFAULT, "default");
@@ -594,5 +779,6 @@ int main(void)
 	test_recycled_id();
 	test_fork();
 	test_blocking();
+	test_slice_extension();
 	return exit_status();
 }
