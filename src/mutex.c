@@ -152,12 +152,19 @@ static struct urcu_mutex_thread *free_head, *free_tail;
 static uint32_t nr_free;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
-static __thread struct urcu_mutex_thread *self;
+/*
+ * The thread-locals of the fast paths are initial-exec, as the library's
+ * other hot ones: in a shared library the default model calls
+ * __tls_get_addr() for them, again after each atomic instruction.
+ */
+#define FAST_TLS	__thread __attribute__((tls_model("initial-exec")))
+
+static FAST_TLS struct urcu_mutex_thread *self;
 /*
  * The fast paths read the id from here, not from the descriptor, whose
  * line waiters write (peekers) while they watch the owner.
  */
-static __thread uint32_t self_id;
+static FAST_TLS uint32_t self_id;
 /*
  * urcu_mutex_blocking_begin() nesting, kept here too so that a thread
  * without a descriptor needs none for it, and gets it right if it takes
@@ -171,8 +178,8 @@ static __thread int64_t contended_until;
  * byte, set while it holds at least one mutex (slice_held counts them),
  * or NULL where the kernel offers none or URCU_MUTEX_SLICE_EXT=0.
  */
-static __thread uint8_t *slice_req;
-static __thread uint32_t slice_held;
+static FAST_TLS uint8_t *slice_req;
+static FAST_TLS uint32_t slice_held;
 
 static bool kernel_backend;
 static bool slice_off;
