@@ -6,10 +6,12 @@
 # with its own constructor). Also linked with the bare
 # `-lurcu-rseq -lurcu-common`. The library and its module are installed
 # into a private DESTDIR first (a few seconds).
-# Environment (set by tests/unit/Makefile.am): CC, top_srcdir, top_builddir.
+# Environment (set by tests/unit/Makefile.am): CC, top_srcdir, top_builddir,
+# and BUILD_CFLAGS, BUILD_LDFLAGS: the library's own (a sanitizer's flags
+# must build the program too, or it does not run against the library).
 . "${TAP_SH:-$(dirname "$0")/../utils/tap.sh}"
 
-: "${top_srcdir:?}" "${top_builddir:?}" "${CC:=cc}"
+: "${top_srcdir:?}" "${top_builddir:?}" "${CC:=cc}" "${BUILD_CFLAGS=}" "${BUILD_LDFLAGS=}"
 command -v pkg-config >/dev/null 2>&1 || skip_all "no pkg-config"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -97,7 +99,8 @@ int main(void)
 PROG
 
 # shellcheck disable=SC2046
-out=$($CC -o "$tmp/prog" "$tmp/prog.c" $(pkg --cflags) $(pkg --libs) 2>&1)
+out=$($CC $BUILD_CFLAGS -o "$tmp/prog" "$tmp/prog.c" $(pkg --cflags) \
+	$BUILD_LDFLAGS $(pkg --libs) 2>&1)
 ok $? "no _LGPL_SOURCE: links with \`pkg-config --cflags --libs" \
 	"liburcu-rseq\` ($(pkg --libs))" || diag "$out"
 needed=$(readelf -d "$tmp/prog" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p')
@@ -111,8 +114,8 @@ ok $? "and runs: read (both rcu_dereference_sym forms), xchg, cmpxchg, call_rcu,
 	diag "$out"
 
 # shellcheck disable=SC2046
-out=$($CC -o "$tmp/prog2" "$tmp/prog.c" $(pkg --cflags) -L"$libdir" \
-	-lurcu-rseq -lurcu-common 2>&1)
+out=$($CC $BUILD_CFLAGS -o "$tmp/prog2" "$tmp/prog.c" $(pkg --cflags) \
+	$BUILD_LDFLAGS -L"$libdir" -lurcu-rseq -lurcu-common 2>&1)
 ok $? "no _LGPL_SOURCE: links with -lurcu-rseq -lurcu-common" || diag "$out"
 out=$(LD_LIBRARY_PATH=$libdir "$tmp/prog2" 2>&1)
 ok $? "and runs ($out)" || diag "$out"
