@@ -194,7 +194,7 @@ out:
  * area if needed) and return its request byte, the granted byte next to
  * it; NULL where the kernel offers none: before Linux 7.0, a kernel built
  * without it or booted with rseq_slice_ext=0, a 32-byte registration
- * (glibc before 2.40), or rseq turned off.
+ * (glibc 2.36, Debian 12's), or rseq turned off.
  */
 uint8_t *urcu_rseq_slice_enable(void)
 {

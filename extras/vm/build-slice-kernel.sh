@@ -8,8 +8,9 @@
 # on them.  This takes Debian sid's linux-source-7.*, starts from the
 # upstream x86_64 defconfig (everything the VM needs is built in), turns on
 # CONFIG_RSEQ_SLICE_EXTENSION and keeps Debian's scheduler settings that
-# matter for it (lazy preemption with the dynamic choice, HZ=250), and
-# builds bzImage.  About 30 min on 2 cores; the image is kept.
+# matter for it (lazy preemption with the dynamic choice, HZ=250), adds
+# the kernel's rseq counters (CONFIG_RSEQ_STATS, which needs EXPERT: how
+# many extensions were granted, yielded, expired), and builds bzImage.  About 30 min on 2 cores; the image is kept.
 #
 # Usage: build-slice-kernel.sh OUTDIR     (prints the image's path)
 # Needs (installed when missing, as root): build-essential flex bison bc
@@ -61,7 +62,8 @@ dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$work" --wildcards './usr/src/linux-
 tar -xJf "$work"/usr/src/linux-source-*.tar.xz -C "$work"
 cd "$work"/linux-source-*/
 make -s defconfig
-scripts/config -e RSEQ -e RSEQ_SLICE_EXTENSION -e PREEMPT_DYNAMIC -e PREEMPT_LAZY \
+scripts/config -e RSEQ -e RSEQ_SLICE_EXTENSION -e EXPERT -e RSEQ_STATS \
+	-e PREEMPT_DYNAMIC -e PREEMPT_LAZY \
 	-d PREEMPT_NONE -d PREEMPT_VOLUNTARY -d HZ_1000 -e HZ_250 \
 	-e SCHED_MM_CID -e MEMBARRIER -e DEVTMPFS -e SERIAL_8250_CONSOLE \
 	-e HOTPLUG_CPU -d DRM -d SOUND -d WLAN -d WIRELESS -d USB_SUPPORT \

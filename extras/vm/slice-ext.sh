@@ -34,6 +34,12 @@ else
 	echo "not ok 1 - test_mutex (status $rc, or the extension was not tested)"
 fi
 
+# The kernel's slice counters (CONFIG_RSEQ_STATS), as "name value" lines.
+stats() {
+	sed -n 's/^\(s[a-z]*\): *\([0-9]*\)$/\1 \2/p' \
+		/sys/kernel/debug/rseq/stats 2>/dev/null
+}
+
 cells="cs_15ns/urcu_mutex cs_500ns/urcu_mutex server_1-4us_in_10-50us_out/urcu_mutex
 	server_1-4us_in_10-50us_out_busy/urcu_mutex"
 bad=0
@@ -42,9 +48,17 @@ while [ $i -le "$runs" ]; do
 	for mode in off on; do
 		ext=1
 		[ $mode = off ] && ext=0
+		stats >stats.before
 		URCU_MUTEX_SLICE_EXT=$ext URCU_RSEQ_BENCH_TSV=$mode.tsv \
 			./bench_mutex $cells >bench.out 2>&1 || bad=1
+		stats >stats.after
 		grep 'time-slice extension' bench.out | sed "s/^/# $mode $i: /"
+		if [ -s stats.after ]; then
+			echo "# $mode $i: kernel slice counters over the run:" \
+				$(awk 'NR == FNR { b[$1] = $2; next }
+					{ printf "%s %d, ", $1, $2 - b[$1] }' \
+					stats.before stats.after)
+		fi
 		sed "s/^/# $mode $i /" $mode.tsv
 	done
 	i=$((i + 1))
