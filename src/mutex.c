@@ -387,7 +387,11 @@ static bool kernel_probe(void)
 	return end != 0 && size >= end;
 }
 
-static void __attribute__((constructor)) mutex_init_once(void)
+/*
+ * Before the RCU flavor's constructor (102), whose fork handlers must be
+ * registered after ours: see flavor_init() in urcu-rseq.c.
+ */
+static void __attribute__((constructor(101))) mutex_init_once(void)
 {
 	const char *v = getenv("URCU_MUTEX_SLICE_EXT");
 

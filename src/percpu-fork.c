@@ -51,7 +51,11 @@ void urcu_rseq_percpu_fork_register(void)
 	(void) pthread_once(&once, fork_register);
 }
 
-static void __attribute__((constructor)) percpu_fork_init(void)
+/*
+ * Before the RCU flavor's constructor (102), whose fork handlers must be
+ * registered after ours: see flavor_init() in urcu-rseq.c.
+ */
+static void __attribute__((constructor(101))) percpu_fork_init(void)
 {
 	urcu_rseq_percpu_fork_register();
 }

@@ -1021,6 +1021,17 @@ out:
  * Right after the thread layer's (101): the read side uses the counters
  * without checking for them, and code linked against the library runs its
  * constructors after ours.
+ *
+ * Also after the mutex's and the per-CPU primitives' constructors (101),
+ * which install their fork handlers: fork() runs the prepare handlers last
+ * installed first, so ours runs before theirs. It waits for the call_rcu
+ * workers to finish their batch, and a callback may take a mutex (a
+ * worker's first lock takes the mutex registry's lock) or a per-CPU
+ * cache's locks: were they held by the fork already, the fork would wait
+ * for ever. It is also the order of a program that calls
+ * call_rcu_before_fork() itself, then fork(): the same locks in the same
+ * order, so that a thread doing that and another calling fork() alone
+ * cannot each hold what the other waits for.
  */
 static void __attribute__((constructor(102))) flavor_init(void)
 {

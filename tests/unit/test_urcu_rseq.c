@@ -11,12 +11,15 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
 #include <urcu-rseq.h>		/* generic names mapped, as <urcu.h> */
+#include <urcu/mutex.h>
+#include <urcu/percpu/cache.h>
 #include <urcu/rculfhash.h>
 #include <urcu/uatomic.h>
 
@@ -366,6 +369,96 @@ static void test_fork_from_callback(void)
 		"(%d)", uatomic_read(&cb_fork_result));
 }
 
+/*
+ * fork() while a call_rcu callback takes the library's other locks: the
+ * fork's preparation waits for the worker to finish its callback, so it
+ * must not hold, meanwhile, a lock that the callback needs. The callback
+ * sleeps so that the fork starts during it, then takes the worker's first
+ * urcu_mutex (the mutex registry's lock) and frees into a per-CPU cache
+ * (the cache's lock, on its slow path). The forking thread runs in a
+ * helper: if fork() never returns, the test says so and ends the process.
+ */
+static struct urcu_mutex cb_locks_mutex = URCU_MUTEX_INITIALIZER;
+static struct urcu_percpu_cache *cb_locks_cache;
+static int cb_locks_started, cb_locks_done, cb_locks_forked;
+static int cb_locks_result = -1;
+
+static void cb_locks_fn(struct rcu_head *h)
+{
+	int i;
+
+	(void) h;
+	uatomic_set(&cb_locks_started, 1);
+	usleep(200000);
+	urcu_mutex_lock(&cb_locks_mutex);
+	urcu_mutex_unlock(&cb_locks_mutex);
+	for (i = 0; i < 64; i++)
+		urcu_percpu_cache_free(cb_locks_cache,
+			urcu_percpu_cache_alloc(cb_locks_cache));
+	urcu_percpu_cache_drain(cb_locks_cache);
+	uatomic_set(&cb_locks_done, 1);
+}
+
+static int cb_locks_child(void *arg)
+{
+	(void) arg;
+	urcu_mutex_lock(&cb_locks_mutex);
+	urcu_mutex_unlock(&cb_locks_mutex);
+	urcu_percpu_cache_free(cb_locks_cache,
+		urcu_percpu_cache_alloc(cb_locks_cache));
+	synchronize_rcu();
+	return 0;
+}
+
+static void *cb_locks_forker(void *arg)
+{
+	(void) arg;
+	uatomic_set(&cb_locks_result,
+		(int) stress_fork_check(cb_locks_child, NULL, 10000));
+	uatomic_set(&cb_locks_forked, 1);
+	return NULL;
+}
+
+static void test_fork_callback_locks(void)
+{
+	static struct rcu_head h;
+	struct call_rcu_data *crd;
+	pthread_t t;
+	int i;
+
+	cb_locks_cache = urcu_percpu_cache_create(64, NULL);
+	if (!cb_locks_cache)
+		bail_out("urcu_percpu_cache_create failed");
+	/* A worker of its own: its first urcu_mutex is the callback's. */
+	crd = create_call_rcu_data(0, -1);
+	if (!crd)
+		bail_out("create_call_rcu_data failed");
+	set_thread_call_rcu_data(crd);
+	call_rcu(&h, cb_locks_fn);
+	set_thread_call_rcu_data(NULL);
+	while (!uatomic_read(&cb_locks_started))
+		usleep(1000);
+	if (pthread_create(&t, NULL, cb_locks_forker, NULL))
+		bail_out("pthread_create failed");
+	for (i = 0; i < 3000 && !uatomic_read(&cb_locks_forked); i++)
+		usleep(10000);
+	if (!uatomic_read(&cb_locks_forked)) {
+		ok(0, "fork while a callback takes a mutex and a cache's "
+			"locks: fork() has not returned in 30 s (deadlock)");
+		fflush(stdout);
+		_exit(exit_status());
+	}
+	pthread_join(t, NULL);
+	rcu_barrier();
+	ok(uatomic_read(&cb_locks_result) == STRESS_FORK_OK
+			&& uatomic_read(&cb_locks_done),
+		"fork while a callback takes its worker's first mutex and a "
+		"cache's locks: fork() waits for the callback, the child locks, "
+		"allocates and has grace periods (%d)",
+		uatomic_read(&cb_locks_result));
+	urcu_percpu_cache_destroy(cb_locks_cache);
+}
+
 static void test_flavor(void)
 {
 	ok(rcu_flavor.update_synchronize_rcu == urcu_rseq_synchronize_rcu
@@ -510,7 +603,7 @@ static void test_lfht(void)
 
 int main(void)
 {
-	plan_tests(23);
+	plan_tests(24);
 	test_nesting_and_signal();
 	test_gp_waits();
 	test_call_rcu();
@@ -518,6 +611,7 @@ int main(void)
 	test_fork_busy();
 	test_fork_dead_waiter();
 	test_fork_from_callback();
+	test_fork_callback_locks();
 	test_flavor();
 	test_lfht();
 	return exit_status();
