@@ -970,6 +970,12 @@ static void test_fork(void)
 	skip(1, "fork: AddressSanitizer's allocator is not fork-safe");
 	return;
 #endif
+#if STRESS_UNDER_TSAN
+	/* The children create threads: see STRESS_UNDER_TSAN. */
+	skip(1, "fork: ThreadSanitizer: the child's threads reuse the "
+		"parent's stacks");
+	return;
+#endif
 
 	stress_run(fk_worker, NULL, nr_workers(), STRESS_FLAGS, &rep);
 	diag("fork: %lu forks (%lu ok, %lu failed, %lu hung) while %u threads "

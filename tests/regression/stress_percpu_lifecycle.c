@@ -577,7 +577,8 @@ static void send_box(unsigned int to, struct box *b)
 	pthread_mutex_lock(&lc.lock[to]);
 	b->next = lc.inbox[to];
 	lc.inbox[to] = b;
-	lc.inbox_len[to]++;
+	/* Read without the lock by senders choosing an inbox. */
+	CMM_STORE_SHARED(lc.inbox_len[to], lc.inbox_len[to] + 1);
 	pthread_mutex_unlock(&lc.lock[to]);
 }
 
@@ -589,7 +590,7 @@ static struct box *take_box(unsigned int me)
 	b = lc.inbox[me];
 	if (b) {
 		lc.inbox[me] = b->next;
-		lc.inbox_len[me]--;
+		CMM_STORE_SHARED(lc.inbox_len[me], lc.inbox_len[me] - 1);
 	}
 	pthread_mutex_unlock(&lc.lock[me]);
 	return b;

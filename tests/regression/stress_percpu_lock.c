@@ -484,7 +484,8 @@ static void fk_fork(struct stress_thread *st)
 	for (i = 0; i < fk.nr; i++)
 		pending += (unsigned long) (uatomic_read(&fk.l->shards[i].remote)
 			- rest_of(fk.l)) - (i == held
-			&& fk.l->shards[i].lock == _URCU_PERCPU_LOCK_CAS);
+			&& uatomic_read(&fk.l->shards[i].lock)
+				== _URCU_PERCPU_LOCK_CAS);
 	fk.pending += pending;
 	switch (stress_fork_check(fk_child, NULL, 10000)) {
 	case STRESS_FORK_OK:

@@ -40,6 +40,23 @@
 #define STRESS_UNDER_ASAN	0
 #endif
 
+/*
+ * Under ThreadSanitizer a fork child of a threaded parent cannot create
+ * threads on the stacks of the parent's (glibc hands them out again, and
+ * ThreadSanitizer, which still counts the parent's threads, stops on a
+ * "dup thread"): tests whose children must do exactly that skip there.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define STRESS_UNDER_TSAN	1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STRESS_UNDER_TSAN	1
+#endif
+#endif
+#ifndef STRESS_UNDER_TSAN
+#define STRESS_UNDER_TSAN	0
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
