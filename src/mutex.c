@@ -492,9 +492,12 @@ proc:
  * the thread gives the CPU back at once, as the kernel requires. Both run
  * after the lock word changed hands: the acquire and release are the
  * cmpxchgs, and the request only covers the section between them.
- * Only the thread reads and writes the count and the byte (the kernel
- * clears the byte when it grants or switches the thread out): compiler
- * barriers keep the critical section between the request and its end.
+ * Only the thread reads and writes the count and the byte. The kernel's
+ * side pairs with these stores on the thread's own CPU: it reads the
+ * request, and sets the granted byte or clears both, only when it
+ * interrupts this thread or switches it out, so program order is all the
+ * ordering there is, and compiler barriers keep the critical section
+ * between the request and its end.
  */
 static inline void slice_begin(void)
 {

@@ -89,8 +89,6 @@ URCU_RSEQ_API unsigned int urcu_rseq_features;
 URCU_RSEQ_API int urcu_rseq_fi_loops;
 
 static unsigned int own_area_len = URCU_RSEQ_ORIG_SIZE;
-/* The registered length of the area every thread uses (glibc's or ours). */
-static unsigned int area_len = URCU_RSEQ_ORIG_SIZE;
 static bool rseq_disabled;	/* URCU_RSEQ_DISABLE=1: every thread takes the fallbacks */
 static pthread_key_t exit_key;
 static int nr_possible_cpus;
@@ -200,9 +198,14 @@ uint8_t *urcu_rseq_slice_enable(void)
 {
 	struct urcu_rseq_abi *rs;
 
-	if (urcu_rseq_thread_register() || area_len <= URCU_RSEQ_ORIG_SIZE)
+	if (urcu_rseq_thread_register())
 		return NULL;
 	rs = urcu_rseq_area();
+	/*
+	 * The kernel's word on all of the above: it writes the flags at
+	 * registration, this bit only for a v2 one with the extension on;
+	 * older kernels leave the zero that glibc and we register.
+	 */
 	if (!(CMM_LOAD_SHARED(rs->flags) & RSEQ_FLAG_SLICE_EXT_AVAILABLE))
 		return NULL;
 	/* 0 as well when another part of the program turned it on already. */
@@ -435,7 +438,6 @@ static void __attribute__((constructor(101))) urcu_rseq_thread_layer_init(void)
 		}
 		own_area_len = reg_len;
 	}
-	area_len = reg_len;
 	if (feat > reg_len)
 		feat = reg_len;
 	if (feat >= URCU_RSEQ_FEATURE_SIZE_NODE_ID)
