@@ -111,10 +111,14 @@
 /* Look at the owner's running state this often while spinning. */
 #define OWNER_CHECK_GAP_NS	1000
 /*
- * Longest gap between two polls of a spinning waiter, in pauses; shorter
- * for a waiter in the hand-off slot, which the lock waits for once named.
+ * Longest gap between two polls of a spinning waiter, in pauses (about
+ * 19 ns each on the machine the report names): POLL_GAP_MAX while one hold
+ * lasts, POLL_GAP_PASSED_MAX while other acquisitions pass the waiter by;
+ * shorter for a waiter in the hand-off slot, which the lock waits for
+ * once named.
  */
 #define POLL_GAP_MAX		64
+#define POLL_GAP_PASSED_MAX	1024
 #define HANDOFF_POLL_GAP_MAX	16
 /* A waiter in the hand-off slot re-checks the lock word this often. */
 #define HANDOFF_POLL_NS		2000000
@@ -614,17 +618,26 @@ static void note_cpu_share(int64_t start, int64_t end, int64_t cpu0)
  * STATE_AWAKE set, so that unlock leaves the sleepers alone; *@awake tells
  * the caller it may be the waiter the bit stands for.
  *
- * The waiter polls the lock word with a growing gap, up to POLL_GAP_MAX
- * pauses: every poll pulls the line away from an owner that barges back
- * in, and against an owner that keeps the lock busy a poll rarely finds
- * it free; what the waiter waits for is the owner going away, which a
- * gap of a couple of microseconds hardly delays.
+ * The waiter polls the lock word with a growing gap. Every poll pulls the
+ * line away from the owner, and an owner that takes the lock again right
+ * after its unlock then pays a cache miss in both of its atomics; such an
+ * owner leaves the lock free only for the few nanoseconds between them,
+ * so a poll seldom finds it free. Hence two caps:
+ * - while one hold lasts (the acquisition count has not moved since the
+ *   last poll), POLL_GAP_MAX pauses: the owner does not touch the line
+ *   meanwhile, a poll costs it nothing, and the waiter sees the release
+ *   within a microsecond or so;
+ * - while acquisitions pass the waiter by (the count moved), up to
+ *   POLL_GAP_PASSED_MAX: polling faster would mostly slow the owner down.
+ *   The waiter still gets its turn: when it stops spinning and sleeps,
+ *   or through the hand-off after URCU_MUTEX_HANDOFF_NS.
+ * The count shares the lock word's line, so reading both costs one miss.
  */
 static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 		bool *awake)
 {
 	unsigned int sig = mutex_signals(m), gap = 1, i;
-	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seen_seq, limit, avg;
+	uint32_t cap = CMM_LOAD_SHARED(m->spin_ns), seq, seen_seq, limit, avg;
 	int64_t start, now, seen_at, cpu0 = 0, cpu_at = 0, checked_at;
 	bool taken = false;
 	int32_t s;
@@ -642,6 +655,7 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 	seen_seq = CMM_LOAD_SHARED(m->seq);
 	for (;;) {
 		s = CMM_LOAD_SHARED(m->state);
+		seq = CMM_LOAD_SHARED(m->seq);
 		if (!owner_of(s)) {
 			if (try_take(m, s, id, extra, *awake)) {
 				taken = true;
@@ -669,10 +683,22 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 			if (owner_off_cpu(owner_of(s), sig))
 				break;
 		}
+		if (seq != seen_seq) {
+			/* Passed by: a new hold began since the last poll. */
+			if (sig && seen_at != start)
+				avg = hold_average(avg, now - seen_at);
+			seen_seq = seq;
+			seen_at = now;
+			if (gap < POLL_GAP_PASSED_MAX)
+				gap <<= 1;
+		} else {
+			if ((sig & URCU_MUTEX_OWNER_HOLD_TIME)
+					&& now - seen_at > (int64_t) limit)
+				break;
+			gap = gap < POLL_GAP_MAX ? gap << 1 : POLL_GAP_MAX;
+		}
 		for (i = 0; i < gap; i++)
 			caa_cpu_relax();
-		if (gap < POLL_GAP_MAX)
-			gap <<= 1;
 		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
 		if (!cpu_at && now - start >= SHARE_DELAY_NS) {
 			cpu0 = thread_cpu_ns();
@@ -680,17 +706,6 @@ static bool spin(struct urcu_mutex *m, uint32_t id, int32_t extra,
 		}
 		if (now - start > (int64_t) cap)
 			break;
-		if (!sig)
-			continue;
-		if (CMM_LOAD_SHARED(m->seq) != seen_seq) {
-			if (seen_at != start)
-				avg = hold_average(avg, now - seen_at);
-			seen_seq = CMM_LOAD_SHARED(m->seq);
-			seen_at = now;
-		} else if ((sig & URCU_MUTEX_OWNER_HOLD_TIME)
-				&& now - seen_at > (int64_t) limit) {
-			break;
-		}
 	}
 	publish_hold_average(m, avg);
 	if (cpu_at)
