@@ -89,8 +89,10 @@ int main(void)
 	call_rcu(&old->head, obj_free);
 	old = rcu_cmpxchg_pointer(&shared, shared, obj_new(3));
 	defer_rcu(obj_free_defer, old);
+	old = shared;
 	rcu_set_pointer(&shared, NULL);
 	synchronize_rcu();
+	free(old);
 	rcu_barrier();
 	rcu_defer_barrier();
 	printf("%d %d\n", v, freed);
