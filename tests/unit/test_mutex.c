@@ -677,6 +677,86 @@ static void slice_grants(unsigned long *grants, unsigned long *sections,
 	(void) pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+static struct urcu_mutex slice_c = URCU_MUTEX_INITIALIZER;
+
+/* Exits holding slice_c: its request byte stays set in its area. */
+static void *slice_exit_holding(void *arg)
+{
+	(void) arg;
+	urcu_mutex_lock(&slice_c);
+	return NULL;
+}
+
+/* A fresh thread: nothing asked before its first lock, nor after it. */
+static void *slice_fresh(void *arg)
+{
+	bool *ok_out = (bool *) arg;
+	bool before = slice_asked(), held;
+
+	urcu_mutex_lock(&slice_a);
+	held = slice_asked();
+	urcu_mutex_unlock(&slice_a);
+	*ok_out = !before && held && !slice_asked()
+		&& prctl(SLICE_PRCTL, SLICE_PRCTL_GET, 0, 0, 0) == 1;
+	return NULL;
+}
+
+/*
+ * fork() while holding a mutex: the child inherits the registration and
+ * the extension's state. The kernel clears the request whenever it puts
+ * the thread back on a CPU (it did not run uninterrupted), so after fork()
+ * parent and child may find it cleared; either way an unlock leaves
+ * nothing asked for, and the child's next lock asks again. A thread that
+ * exits holding a mutex leaves its request in an area that the kernel
+ * clears when a new thread registers there (glibc reuses a dead thread's
+ * descriptor and area). Returns 0, or the first failed step.
+ */
+static int slice_fork_and_exit(void)
+{
+	bool fresh_ok = false;
+	pthread_t t;
+	pid_t pid;
+	int status = -1, i, step;
+
+	urcu_mutex_lock(&slice_a);
+	pid = fork();
+	if (pid < 0)
+		bail_out("fork");
+	if (!pid) {
+		step = prctl(SLICE_PRCTL, SLICE_PRCTL_GET, 0, 0, 0) == 1 ? 0 : 1;
+		urcu_mutex_unlock(&slice_a);
+		if (!step && slice_asked())
+			step = 2;
+		urcu_mutex_lock(&slice_b);
+		if (!step && !slice_asked())
+			step = 3;
+		urcu_mutex_unlock(&slice_b);
+		if (!step && slice_asked())
+			step = 4;
+		_exit(step);
+	}
+	urcu_mutex_unlock(&slice_a);
+	step = slice_asked() ? 10 : 0;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		step = step ? step : 20;
+	else if (WEXITSTATUS(status))
+		step = step ? step : 20 + WEXITSTATUS(status);
+	if (step)
+		return step;
+	if (pthread_create(&t, NULL, slice_exit_holding, NULL))
+		bail_out("pthread_create");
+	pthread_join(t, NULL);
+	for (i = 0; i < 4; i++) {
+		fresh_ok = false;
+		if (pthread_create(&t, NULL, slice_fresh, &fresh_ok))
+			bail_out("pthread_create");
+		pthread_join(t, NULL);
+		if (!fresh_ok)
+			return 30 + i;
+	}
+	return slice_asked() ? 40 : 0;
+}
+
 static void test_slice_extension(void)
 {
 	struct timespec ts;
@@ -701,7 +781,7 @@ static void test_slice_extension(void)
 		&__rseq_size ? __rseq_size : 0, on ? "on" : "off");
 	if (!offered) {
 		ok(!on, "no time-slice extension offered: none turned on");
-		skip(5, "the kernel offers no time-slice extension to this "
+		skip(6, "the kernel offers no time-slice extension to this "
 			"thread (Linux before 7.0, built without it, or a "
 			"32-byte registration)");
 		return;
@@ -712,7 +792,7 @@ static void test_slice_extension(void)
 		ret = slice_asked();
 		urcu_mutex_unlock(&slice_a);
 		ok(!on && !ret, "URCU_MUTEX_SLICE_EXT=0: never turned on nor asked");
-		skip(5, "URCU_MUTEX_SLICE_EXT=0");
+		skip(6, "URCU_MUTEX_SLICE_EXT=0");
 		return;
 	}
 	ok(on, "the first lock turned the thread's extension on");
@@ -763,11 +843,16 @@ static void test_slice_extension(void)
 		"granted: each grant was given back (%lu)", left);
 	ok(prctl(SLICE_PRCTL, SLICE_PRCTL_GET, 0, 0, 0) == 1,
 		"still on afterwards");
+	ret = slice_fork_and_exit();
+	ok(!ret, "fork() while holding a mutex: the child keeps the extension "
+		"on, nothing is left asked for after the unlocks of parent and "
+		"child; threads created after one exited holding a mutex ask only "
+		"while they hold one (failed step %d)", ret);
 }
 
 int main(void)
 {
-	plan_tests(35 + 5 + 5 + 2 + 1 + 6);
+	plan_tests(35 + 5 + 5 + 2 + 1 + 7);
 	test_args();
 	test_ownership();
 	test_exclusion(URCU_MUTEX_OWNER_DEFAULT, "default");
