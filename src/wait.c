@@ -50,6 +50,24 @@
 #define WAIT_SPIN_MIN_NS	4000
 #define WAIT_SPIN_INIT_NS	8000
 #define WAIT_SPIN_MAX_NS	100000
+/*
+ * The cap itself follows the machine's futex wake-up latency: twice it,
+ * between WAIT_SPIN_CAP_MIN_NS and WAIT_SPIN_MAX_NS. Spinning longer than
+ * a sleep would have kept the waiter away buys nothing but CPU: a
+ * background thread woken a job at a time about 100 us apart spun through
+ * nearly every wait under a fixed 100 us cap (redis's lazy-free thread,
+ * a third more server CPU than with glibc). Where a wake-up takes 50 us
+ * or more (some VMs), the cap stays at 100 us: a hand-off whose two sides
+ * both fell asleep must be able to spin through the other side's wake-up
+ * to get back to spinning (see above). The latency is measured on each
+ * wait that slept, from its waker's time to its own return, a sample
+ * taken in at most at WAIT_WAKE_LAT_MAX_NS (a waiter that ran late for
+ * other reasons must not raise the cap) and averaged over about 8 waits,
+ * process-wide; it starts at WAIT_WAKE_LAT_INIT_NS, the old fixed cap.
+ */
+#define WAIT_SPIN_CAP_MIN_NS	50000
+#define WAIT_WAKE_LAT_MAX_NS	(WAIT_SPIN_MAX_NS / 2)
+#define WAIT_WAKE_LAT_INIT_NS	WAIT_WAKE_LAT_MAX_NS
 #define WAIT_SLEPT_MAX_NS	40000	/* a slept wait, its waker's time unknown */
 #define WAIT_SPIN_YIELD_NS	2000	/* give the CPU away this often while spinning */
 #define WAIT_SPIN_YIELD_BUSY_NS	3000	/* a yield this long ran another thread */
@@ -72,6 +90,8 @@
  * probe interval; whether the last probe found the CPU crowded.
  */
 static __thread int64_t wait_spin_budget_ns = WAIT_SPIN_INIT_NS;
+/* Futex wake-up latency, ns (average; racy on purpose: an estimate). */
+static int32_t wait_wake_lat_ns = WAIT_WAKE_LAT_INIT_NS;
 static __thread unsigned int wait_spun, wait_probe_every = WAIT_PROBE_MIN_PAUSES;
 static __thread bool wait_crowded;
 /* After a lost slice: waits left on the plain policy, and the next count. */
@@ -366,18 +386,40 @@ spin:
 	}
 }
 
+/* The budget's cap now: twice the wake-up latency, within its bounds. */
+static int64_t spin_cap(void)
+{
+	int64_t cap = 2 * (int64_t) CMM_LOAD_SHARED(wait_wake_lat_ns);
+
+	return cap < WAIT_SPIN_CAP_MIN_NS ? WAIT_SPIN_CAP_MIN_NS : cap;
+}
+
+/* A wait that slept ran again @lat ns after its waker's wake-up. */
+static void note_wake_latency(int64_t lat)
+{
+	int32_t avg = CMM_LOAD_SHARED(wait_wake_lat_ns);
+
+	if (lat < 0)
+		lat = 0;
+	if (lat > WAIT_WAKE_LAT_MAX_NS)
+		lat = WAIT_WAKE_LAT_MAX_NS;
+	CMM_STORE_SHARED(wait_wake_lat_ns, avg + (int32_t) ((lat - avg) / 8));
+}
+
 static void adapt(int64_t t, int64_t cap)
 {
-	int64_t b = wait_spin_budget_ns;
+	int64_t b = wait_spin_budget_ns, max = spin_cap();
 
+	if (cap > max)
+		cap = max;
 	if (t > cap)
 		b -= b / 8;
 	else
 		b += (2 * t - b) / 4;
 	if (b < WAIT_SPIN_MIN_NS)
 		b = WAIT_SPIN_MIN_NS;
-	if (b > WAIT_SPIN_MAX_NS)
-		b = WAIT_SPIN_MAX_NS;
+	if (b > max)
+		b = max;
 	wait_spin_budget_ns = b;
 }
 
@@ -397,6 +439,7 @@ void urcu_wait_adapt_waker(int64_t start_ns, int64_t waker_ns)
 		urcu_wait_adapt(start_ns, true);	/* the waker's time unknown */
 		return;
 	}
+	note_wake_latency(urcu_rseq_now_ns(CLOCK_MONOTONIC) - waker_ns);
 	adapt(waker_ns - start_ns, WAIT_SPIN_MAX_NS);
 }
 
@@ -408,7 +451,7 @@ void urcu_wait_adapt_waker(int64_t start_ns, int64_t waker_ns)
  */
 static void adapt_woken(int64_t start_ns, uint32_t wake_ns)
 {
-	uint32_t t;
+	uint32_t t, lat;
 
 	if (!start_ns)
 		return;
@@ -420,6 +463,8 @@ static void adapt_woken(int64_t start_ns, uint32_t wake_ns)
 	/* A waker's clock a little behind ours (another CPU) reads as huge. */
 	if (t > (uint32_t) INT32_MAX)
 		t = 0;
+	lat = (uint32_t) urcu_rseq_now_ns(CLOCK_MONOTONIC) - wake_ns;
+	note_wake_latency(lat > (uint32_t) INT32_MAX ? 0 : (int64_t) lat);
 	adapt((int64_t) t, WAIT_SPIN_MAX_NS);
 }
 
