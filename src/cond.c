@@ -289,6 +289,8 @@ void urcu_ec_notify_slow(struct urcu_ec *ec)
 		cur = uatomic_cmpxchg(&ec->word, w, next);
 		if (cur == w) {
 			urcu_rseq_fi_point();
+			/* A consumer prepared: our next wait may be a hand-off. */
+			urcu_wait_note_woke();
 			if (w & URCU_EC_SLEEPING) {
 				CMM_STORE_SHARED(*ec_wake_slot(ec),
 					urcu_rseq_now_ns(CLOCK_MONOTONIC));
@@ -319,7 +321,9 @@ int urcu_ec_wait(struct urcu_ec *ec, uint32_t key,
 	w = CMM_LOAD_SHARED(ec->word);
 	if (ec_count(w) != key)
 		goto out;
-	spin = urcu_wait_spin(&ec->word, w, CLOCK_MONOTONIC, abstime, &start);
+	/* First: no consumer sleeps on the word already. */
+	spin = urcu_wait_spin(&ec->word, w, CLOCK_MONOTONIC, abstime, &start,
+			!(w & URCU_EC_SLEEPING));
 	w = CMM_LOAD_SHARED(ec->word);
 	if (ec_count(w) != key)
 		goto out;

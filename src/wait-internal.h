@@ -42,12 +42,20 @@ enum urcu_wait_spin_result {
  * until @abstime on @clock (may be NULL) passes. *@start_ns receives the
  * CLOCK_MONOTONIC time the spin first read the clock, for urcu_wait_adapt(),
  * or 0 if the word changed before that (a wait too short to measure).
- * On a CPU found crowded it gives the CPU away (sched_yield) rather than
+ * @first: no other waiter waits before this one (the wait's queue was
+ * empty when it joined). On a CPU found crowded it gives the CPU away (sched_yield) rather than
  * pausing; the policy is described above urcu_wait_spin() in src/wait.c.
  */
 enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		clockid_t clock, const struct timespec *abstime,
-		int64_t *start_ns);
+		int64_t *start_ns, bool first);
+
+/*
+ * The calling thread has just woken a waiter. With @first (no other waiter
+ * before this one), its next urcu_wait_spin() is a hand-off: on a busy
+ * machine it spins a few microseconds instead of sleeping at once.
+ */
+void urcu_wait_note_woke(void);
 
 /*
  * Feed back the duration of a wait that began at @start_ns and was woken;

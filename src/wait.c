@@ -96,6 +96,12 @@ static __thread unsigned int wait_spun, wait_probe_every = WAIT_PROBE_MIN_PAUSES
 static __thread bool wait_crowded;
 /* After a lost slice: waits left on the plain policy, and the next count. */
 static __thread unsigned int wait_no_yield, wait_no_yield_next = WAIT_NO_YIELD_MIN;
+/*
+ * Hints for the busy-machine rule (WAIT_SPIN_BUSY_NS): the thread woke a
+ * waiter since its last wait began; its last urcu_wait_add() found the
+ * queue empty.
+ */
+static __thread bool wait_woke, wait_first = true;
 
 /*
  * Per CPU (modulo the size; a collision only makes the guess worse): how
@@ -121,13 +127,31 @@ static struct {
  * the last readings, in thousandths of a CPU: the machine's accounting
  * moves by whole clock ticks. While the machine had less than half a CPU
  * idle and others used half a CPU or more, a waiter sleeps at once where
- * it would have spun or yielded past its first pauses. Without /proc the
+ * it would have spun or yielded past its first pauses, but for a hand-off
+ * (below, WAIT_SPIN_BUSY_NS). Without /proc the
  * machine is taken as idle (the policy before). The process's own waiters
  * that spin count as its work, not as idle time: a spinning waiter that
  * crowds out another process's thread hides it (redis's background
  * thread against its client, doc/pthread-cond-preload.md).
  */
 #define WAIT_IDLE_SAMPLE_NS	10000000
+/*
+ * A hand-off on a busy machine: a waiter that woke another thread just
+ * before it waits (a request and its answer, a ping-pong), and is the only
+ * waiter on its queue, spins up to WAIT_SPIN_BUSY_NS, pausing, never
+ * yielding, before it sleeps. The thread it woke is running or about to
+ * run, and its answer, if it comes within that run, is caught without a
+ * futex on either side; sleeping at once instead made every round trip
+ * wait for a wake-up, and a thread woken on a CPU that a hog holds waits
+ * for a time slice now and then (milliseconds). Four microseconds are
+ * less CPU than a futex sleep and wake-up take (doc/wait.md): a spin that
+ * fails costs less than the sleep it precedes. A waiter that woke nobody
+ * waits for work that comes from elsewhere (a pool's worker for its next
+ * task), and one with others queued before it waits behind them: both
+ * still sleep at once, where a spin mostly fails and takes the CPU from
+ * the very thread that would end it.
+ */
+#define WAIT_SPIN_BUSY_NS	4000
 static int wait_stat_fd = -2;		/* -2: not opened yet; -1: none */
 static int64_t wait_idle_sampled_ns;
 /* Others' work, no idle CPU: a hint, read and written without ordering. */
@@ -284,15 +308,36 @@ static bool wait_probe(int64_t *after)
 	return wait_crowded;
 }
 
+void urcu_wait_note_woke(void)
+{
+	wait_woke = true;
+}
+
+/*
+ * The machine has no CPU to spare (wait_cpu_idle() said so): false when
+ * the waiter should sleep at once, else true with *@budget cut to the
+ * short spin of a hand-off (WAIT_SPIN_BUSY_NS).
+ */
+static bool busy_spin(bool handoff, int64_t *budget)
+{
+	if (!handoff)
+		return false;
+	if (*budget > WAIT_SPIN_BUSY_NS)
+		*budget = WAIT_SPIN_BUSY_NS;
+	return true;
+}
+
 enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		clockid_t clock, const struct timespec *abstime,
-		int64_t *start_ns)
+		int64_t *start_ns, bool first)
 {
 	int64_t budget = wait_spin_budget_ns, start = 0, last_yield = 0, now;
 	int64_t deadline = abstime ? urcu_rseq_ts_to_ns(abstime) : 0;
+	bool handoff = first && wait_woke, busy = false;
 	unsigned int i;
 
 	*start_ns = 0;
+	wait_woke = false;
 	/*
 	 * A thread that shares its CPU with runnable threads must not spin
 	 * where they could run: a producer spinning for a free slot takes
@@ -328,8 +373,12 @@ crowded:
 				return URCU_WAIT_SPIN_EXHAUSTED;
 			break;
 		}
-		if (!start && !wait_cpu_idle(urcu_rseq_now_ns(CLOCK_MONOTONIC)))
-			return URCU_WAIT_SPIN_EXHAUSTED;
+		if (!start && !wait_cpu_idle(urcu_rseq_now_ns(CLOCK_MONOTONIC))) {
+			if (!busy_spin(handoff, &budget))
+				return URCU_WAIT_SPIN_EXHAUSTED;
+			busy = true;
+			break;	/* pause, do not yield: the hogs keep the CPU */
+		}
 		uatomic_inc(yielders);
 		(void) wait_probe(&now);
 		uatomic_dec(yielders);
@@ -363,8 +412,11 @@ spin:
 		now = urcu_rseq_now_ns(CLOCK_MONOTONIC);
 		if (!start) {
 			*start_ns = start = last_yield = now;
-			if (!wait_cpu_idle(now))
-				return URCU_WAIT_SPIN_EXHAUSTED;
+			if (!busy && !wait_cpu_idle(now)) {
+				if (!busy_spin(handoff, &budget))
+					return URCU_WAIT_SPIN_EXHAUSTED;
+				busy = true;
+			}
 		}
 		if (abstime && (clock == CLOCK_MONOTONIC ? now :
 				urcu_rseq_now_ns(clock)) >= deadline)
@@ -374,9 +426,11 @@ spin:
 		/*
 		 * The thread we wait for may be runnable on this very CPU
 		 * (more threads than CPUs): let it run, and if that yield
-		 * ran another thread, stop pausing on a crowded CPU.
+		 * ran another thread, stop pausing on a crowded CPU. Not on a
+		 * busy machine: there a yield waits out another process's
+		 * time slice.
 		 */
-		if (now - last_yield >= WAIT_SPIN_YIELD_NS) {
+		if (!busy && now - last_yield >= WAIT_SPIN_YIELD_NS) {
 			if (wait_probe(&last_yield)) {
 				if (wait_no_yield)
 					return URCU_WAIT_SPIN_EXHAUSTED;
@@ -602,7 +656,8 @@ bool urcu_wait_add(struct urcu_wait_queue *q, struct urcu_wait_node *n)
 	 * waker can pop it. Pairs with the barrier in the pop (cmpxchg or
 	 * xchg on the head).
 	 */
-	return !cds_wfs_push(&q->stack, &n->wfs);
+	wait_first = !cds_wfs_push(&q->stack, &n->wfs);
+	return wait_first;
 }
 
 /*
@@ -665,6 +720,7 @@ static bool wake_node(struct urcu_wait_node *n, int32_t how)
 			old = cur;
 			continue;
 		}
+		wait_woke = true;
 		if (!(old & URCU_WAIT_SLEEPING))
 			return true;	/* still spinning: no system call */
 		urcu_rseq_fi_point();
@@ -868,7 +924,8 @@ int urcu_wait_chained(struct urcu_wait_node *n, clockid_t clock,
 		return EINVAL;
 
 	for (;;) {
-		spin = urcu_wait_spin(&n->state, expect, clock, abstime, &start);
+		spin = urcu_wait_spin(&n->state, expect, clock, abstime, &start,
+				wait_first);
 		if (spin == URCU_WAIT_SPIN_CHANGED) {
 			s = CMM_LOAD_SHARED(n->state);
 			if (s & URCU_WAIT_WAKEUP)
