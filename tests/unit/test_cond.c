@@ -386,14 +386,14 @@ static bool reach_within(int *count, int n)
 	}
 }
 
-static void test_broadcast_busy(void)
+/* A busy machine: one spinning process pinned to each CPU (up to 64). */
+static pid_t hogs[64];
+static int nr_hogs;
+
+static void hogs_start(void)
 {
-	enum { N = 64, ROUNDS = 40 };
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	pid_t hogs[64];
-	pthread_t t[N];
-	struct timespec dl;
-	int i, r, nr_hogs = 0, hung = 0, rounds_done = 0;
+	int i;
 
 	if (cpus < 1)
 		cpus = 1;
@@ -413,6 +413,27 @@ static void test_broadcast_busy(void)
 		if (pid > 0)
 			hogs[nr_hogs++] = pid;
 	}
+}
+
+static void hogs_stop(void)
+{
+	int i;
+
+	for (i = 0; i < nr_hogs; i++) {
+		kill(hogs[i], SIGKILL);
+		waitpid(hogs[i], NULL, 0);
+	}
+	nr_hogs = 0;
+}
+
+static void test_broadcast_busy(void)
+{
+	enum { N = 64, ROUNDS = 40 };
+	pthread_t t[N];
+	struct timespec dl;
+	int i, r, hung = 0, rounds_done = 0;
+
+	hogs_start();
 	memset(&cond, 0, sizeof(cond));
 	bb_gen = bb_waiting = bb_woken = bb_stop = 0;
 	for (i = 0; i < N; i++)
@@ -436,10 +457,7 @@ static void test_broadcast_busy(void)
 	for (i = 0; i < N; i++)
 		if (pthread_timedjoin_np(t[i], NULL, &dl))
 			hung++;
-	for (i = 0; i < nr_hogs; i++) {
-		kill(hogs[i], SIGKILL);
-		waitpid(hogs[i], NULL, 0);
-	}
+	hogs_stop();
 	ok(rounds_done == ROUNDS && !hung && bb_woken == N * ROUNDS,
 		"%d broadcasts to %d waiters with every CPU busy: every waiter "
 		"woken each time (%d rounds done, %d wake-ups, %d hung)",
@@ -448,6 +466,134 @@ static void test_broadcast_busy(void)
 		ok(urcu_cond_destroy(&cond) == 0, "destroy after the busy rounds");
 	else
 		ok(0, "destroy after the busy rounds: threads still wait");
+}
+
+/*
+ * Hand-offs on a busy machine (a hog on every CPU): pairs of threads pass a
+ * turn back and forth, through a condition per side or an event count per
+ * side. Each waiter has just woken its partner and is alone on its queue,
+ * so once the process sees the machine busy its waits take the short
+ * spin of a hand-off (src/wait.c, WAIT_SPIN_BUSY_NS), and sleep when that
+ * fails; the first waits of a pair, before the machine is seen busy, take
+ * the idle machine's policy. Every turn must arrive: each wait is bounded
+ * (10 s), so a lost wake-up fails the test instead of hanging it. Four
+ * pairs: more threads than CPUs on the machines the suite runs on.
+ */
+#define HO_PAIRS	4
+#define HO_ROUNDS	3000
+
+struct handoff {
+	pthread_mutex_t lock;
+	struct urcu_cond cond[2];
+	struct urcu_ec ec[2];
+	int turn;		/* cond: whose turn (0 or 1), under lock */
+	int seq;		/* ec: turns taken; side seq % 2 goes next */
+	int taken[2];		/* turns each side took */
+	int timeouts;		/* waits that ran out: lost wake-ups */
+	bool use_ec;
+};
+
+struct handoff_side {
+	struct handoff *h;
+	int side;
+};
+
+static void handoff_cond(struct handoff *h, int me)
+{
+	struct timespec dl;
+
+	pthread_mutex_lock(&h->lock);
+	while (h->turn != me) {
+		dl = deadline_in(CLOCK_MONOTONIC, 10000000000LL);
+		if (urcu_cond_timedwait(&h->cond[me], &h->lock, &dl)
+				== ETIMEDOUT) {
+			h->timeouts++;
+			break;
+		}
+	}
+	h->taken[me]++;
+	h->turn = !me;
+	urcu_cond_signal(&h->cond[!me]);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void handoff_ec(struct handoff *h, int me)
+{
+	struct timespec dl;
+	uint32_t key;
+
+	for (;;) {
+		key = urcu_ec_prepare(&h->ec[me]);
+		if (uatomic_read(&h->seq) % 2 == me)
+			break;
+		dl = deadline_in(CLOCK_MONOTONIC, 10000000000LL);
+		if (urcu_ec_wait(&h->ec[me], key, &dl) == ETIMEDOUT
+				&& uatomic_read(&h->seq) % 2 != me) {
+			uatomic_inc(&h->timeouts);
+			break;
+		}
+	}
+	h->taken[me]++;
+	uatomic_inc(&h->seq);
+	urcu_ec_notify(&h->ec[!me]);
+}
+
+static void *handoff_thread(void *arg)
+{
+	struct handoff_side *hs = (struct handoff_side *) arg;
+	int i;
+
+	for (i = 0; i < HO_ROUNDS; i++) {
+		if (hs->h->use_ec)
+			handoff_ec(hs->h, hs->side);
+		else
+			handoff_cond(hs->h, hs->side);
+	}
+	return NULL;
+}
+
+static void test_handoff_busy(bool use_ec)
+{
+	struct handoff h[HO_PAIRS];
+	struct handoff_side hs[HO_PAIRS][2];
+	pthread_t t[HO_PAIRS][2];
+	struct timespec dl;
+	int p, i, hung = 0, bad = 0;
+
+	hogs_start();
+	for (p = 0; p < HO_PAIRS; p++) {
+		memset(&h[p], 0, sizeof(h[p]));
+		pthread_mutex_init(&h[p].lock, NULL);
+		urcu_cond_init(&h[p].cond[0], CLOCK_MONOTONIC);
+		urcu_cond_init(&h[p].cond[1], CLOCK_MONOTONIC);
+		urcu_ec_init(&h[p].ec[0]);
+		urcu_ec_init(&h[p].ec[1]);
+		h[p].use_ec = use_ec;
+		for (i = 0; i < 2; i++) {
+			hs[p][i].h = &h[p];
+			hs[p][i].side = i;
+			pthread_create(&t[p][i], NULL, handoff_thread, &hs[p][i]);
+		}
+	}
+	dl = deadline_in(CLOCK_REALTIME, 120000000000LL);
+	for (p = 0; p < HO_PAIRS; p++)
+		for (i = 0; i < 2; i++)
+			if (pthread_timedjoin_np(t[p][i], NULL, &dl))
+				hung++;
+	hogs_stop();
+	for (p = 0; p < HO_PAIRS && !hung; p++) {
+		if (h[p].timeouts || h[p].taken[0] != HO_ROUNDS
+				|| h[p].taken[1] != HO_ROUNDS
+				|| (use_ec && h[p].seq != 2 * HO_ROUNDS))
+			bad++;
+		if (urcu_cond_destroy(&h[p].cond[0])
+				|| urcu_cond_destroy(&h[p].cond[1]))
+			bad++;
+	}
+	ok(!hung && !bad, "%d pairs hand %d turns each way through %s with "
+		"every CPU busy: every turn arrives (%d pairs wrong, %d "
+		"threads hung)", HO_PAIRS, HO_ROUNDS,
+		use_ec ? "event counts" : "conditions", bad, hung);
 }
 
 /*
@@ -554,12 +700,14 @@ static void test_owner_blocked(int use_ec)
 
 int main(void)
 {
-	plan_tests(43);
+	plan_tests(45);
 	test_errors();
 	test_timeouts();
 	test_signal_broadcast();
 	test_broadcast_sizes();
 	test_broadcast_busy();
+	test_handoff_busy(false);
+	test_handoff_busy(true);
 	test_wait_ops();
 	test_ec();
 	test_owner_blocked(0);
