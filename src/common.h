@@ -43,6 +43,13 @@
 #endif
 
 /*
+ * Thread-locals read or written on a fast path are initial-exec, as the
+ * library's other hot ones: in a shared library the default model calls
+ * __tls_get_addr() for them, again after each atomic instruction.
+ */
+#define FAST_TLS	__thread __attribute__((tls_model("initial-exec")))
+
+/*
  * The kernel's time-slice extension for the calling thread (src/rseq.c):
  * its request byte (the granted byte follows), or NULL where there is
  * none; and the yield that ends a granted extension.

@@ -156,13 +156,7 @@ static struct urcu_mutex_thread *free_head, *free_tail;
 static uint32_t nr_free;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
-/*
- * The thread-locals of the fast paths are initial-exec, as the library's
- * other hot ones: in a shared library the default model calls
- * __tls_get_addr() for them, again after each atomic instruction.
- */
-#define FAST_TLS	__thread __attribute__((tls_model("initial-exec")))
-
+/* The fast paths' thread-locals are FAST_TLS (src/common.h). */
 static FAST_TLS struct urcu_mutex_thread *self;
 /*
  * The fast paths read the id from here, not from the descriptor, whose

@@ -43,8 +43,9 @@ enum urcu_wait_spin_result {
  * CLOCK_MONOTONIC time the spin first read the clock, for urcu_wait_adapt(),
  * or 0 if the word changed before that (a wait too short to measure).
  * @first: no other waiter waits before this one (the wait's queue was
- * empty when it joined). On a CPU found crowded it gives the CPU away (sched_yield) rather than
- * pausing; the policy is described above urcu_wait_spin() in src/wait.c.
+ * empty when it joined). On a CPU found crowded it gives the CPU away
+ * (sched_yield) rather than pausing; the policy is described above
+ * urcu_wait_spin() in src/wait.c.
  */
 enum urcu_wait_spin_result urcu_wait_spin(int32_t *word, int32_t val,
 		clockid_t clock, const struct timespec *abstime,

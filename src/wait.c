@@ -99,9 +99,9 @@ static __thread unsigned int wait_no_yield, wait_no_yield_next = WAIT_NO_YIELD_M
 /*
  * Hints for the busy-machine rule (WAIT_SPIN_BUSY_NS): the thread woke a
  * waiter since its last wait began; its last urcu_wait_add() found the
- * queue empty.
+ * queue empty. Written on every add and wake: initial-exec.
  */
-static __thread bool wait_woke, wait_first = true;
+static FAST_TLS bool wait_woke, wait_first = true;
 
 /*
  * Per CPU (modulo the size; a collision only makes the guess worse): how
