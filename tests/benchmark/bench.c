@@ -323,6 +323,23 @@ static void hog_stop(void)
 	nr_hogs = 0;
 }
 
+/* CPU time that the running repetition leaves out (bench_cpu_exclude()). */
+static uint64_t cpu_excluded;
+
+uint64_t bench_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+void bench_cpu_exclude(uint64_t ns)
+{
+	if (CMM_LOAD_SHARED(lat_gen) & 1)
+		uatomic_add(&cpu_excluded, ns);
+}
+
 static uint64_t cpu_ns(void)
 {
 	struct rusage ru;
@@ -499,7 +516,7 @@ static int run_once(struct bench *b, struct row *row, unsigned long ms,
 	unsigned int n = row->c.threads, i;
 	struct run run = { .row = row, .iters = b->iters };
 	struct worker *w = xrealloc(NULL, n * sizeof(*w));
-	uint64_t ops = 0, start = UINT64_MAX, end = 0, cpu0, cpu1;
+	uint64_t ops = 0, start = UINT64_MAX, end = 0, cpu0, cpu1, excluded;
 	struct timespec ts;
 	uint64_t gen;
 	int err = 0;
@@ -532,6 +549,7 @@ static int run_once(struct bench *b, struct row *row, unsigned long ms,
 			exit(1);
 		}
 	}
+	uatomic_set(&cpu_excluded, 0);
 	cpu0 = cpu_ns();
 	gen = lat_gen + 1;
 	uatomic_set(&lat_gen, gen);	/* odd: record */
@@ -555,6 +573,9 @@ static int run_once(struct bench *b, struct row *row, unsigned long ms,
 			row->batch = w[i].batch;
 	}
 	cpu1 = cpu_ns();
+	excluded = uatomic_read(&cpu_excluded);
+	/* A sampled estimate (bench_cpu_exclude()) may overshoot a little. */
+	cpu1 = cpu1 - cpu0 > excluded ? cpu1 - excluded : cpu0;
 	uatomic_set(&lat_gen, gen + 1);
 	pthread_barrier_destroy(&run.barrier);
 	if (d->teardown)

@@ -14,7 +14,8 @@
  *
  *	ns/op      wall time * threads / operations (cost per op per thread)
  *	ops/s      operations of all threads per second of wall time
- *	cpu-ns/op  user + system CPU time of the process / operations
+ *	cpu-ns/op  user + system CPU time of the process / operations,
+ *	           less what the case left out with bench_cpu_exclude()
  *	ratio      baseline ns/op / this case's ns/op at the same thread
  *	           count in the same run (> 1: faster than the baseline)
  *
@@ -143,6 +144,18 @@ uint64_t bench_now_ns(void);
  * than a microsecond.
  */
 void bench_latency(uint64_t ns);
+/*
+ * The calling thread's CPU time in nanoseconds (a system call: bracket
+ * long stretches only).
+ */
+uint64_t bench_thread_cpu_ns(void);
+/*
+ * Leave @ns of CPU time out of the running repetition's cpu-ns/op: work
+ * that a case does only to shape its load (a paced producer's own work
+ * between tasks), not the work being compared. From any thread; outside
+ * a repetition it is dropped.
+ */
+void bench_cpu_exclude(uint64_t ns);
 
 /* Keep the compiler from dropping or hoisting a benchmarked computation. */
 #define bench_keep(x)		__asm__ __volatile__("" : : "g"(x) : "memory")
