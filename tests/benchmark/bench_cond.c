@@ -19,7 +19,9 @@
  *   task's submission to a worker taking it; cpu-ns/op leaves out the
  *   producer's X us of work (its thread's CPU clock around one gap in
  *   16): on a busy machine that work's CPU time alone varied from 45 to
- *   77 us per task between runs, and hid what the pool itself cost;
+ *   77 us per task between runs (this VM's speed varies: three starts
+ *   calibrated the task to 2,450-3,580 loops), and hid what the pool
+ *   itself cost;
  * - broadcast64: one op is a broadcast to 64 waiters until the last has
  *   run, and their return to waiting;
  * - ec: event-count round trip and notify without waiters, vs ck_ec.
