@@ -195,7 +195,7 @@ int urcu_cond_signal(struct urcu_cond *c)
 {
 	if (!c)
 		return EINVAL;
-	(void) urcu_wait_wake_one(&c->queue);
+	(void) urcu_wait_wake_one_signal(&c->queue);
 	return 0;
 }
 

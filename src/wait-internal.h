@@ -104,6 +104,12 @@ int urcu_wait_cancel(struct urcu_wait_node *n, struct cds_wfs_node **chain);
 bool urcu_wait_queue_quiesce(struct urcu_wait_queue *q);
 
 /*
+ * urcu_wait_wake_one() for a condition's signal: while the machine is
+ * busy, the waiter below the newest when there are two or more.
+ */
+bool urcu_wait_wake_one_signal(struct urcu_wait_queue *q);
+
+/*
  * Broadcast that wakes one waiter and hands it the rest of the waiters,
  * each woken waiter waking the next when it calls urcu_wait_wake_chain().
  * Every popped waiter is DETACHED (or, if it had timed out, has LEFT the

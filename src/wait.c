@@ -1027,7 +1027,26 @@ int urcu_wait(struct urcu_wait_node *n, const struct timespec *abstime)
 	return urcu_wait_clock(n, CLOCK_MONOTONIC, abstime);
 }
 
-bool urcu_wait_wake_one(struct urcu_wait_queue *q)
+/*
+ * For a holder of the lock of a queue with a node: pop the node below the
+ * newest, or the newest when it is alone. Linked nodes below the head are
+ * written by lock holders only (see unlink_node()), and the newest node's
+ * link, once its pusher wrote it, by nobody else either.
+ */
+static struct cds_wfs_node *pop_second(struct urcu_wait_queue *q)
+{
+	struct cds_wfs_node *top = &queue_head(q)->node, *second, *next;
+
+	second = cds_wfs_next_blocking(top);
+	if (!second)
+		return __cds_wfs_pop_blocking(&q->stack);
+	next = cds_wfs_next_blocking(second);
+	CMM_STORE_SHARED(top->next,
+			next ? next : (struct cds_wfs_node *) CDS_WFS_END);
+	return second;
+}
+
+static bool wake_one(struct urcu_wait_queue *q, bool second)
 {
 	struct cds_wfs_node *node;
 
@@ -1037,7 +1056,7 @@ bool urcu_wait_wake_one(struct urcu_wait_queue *q)
 		if (queue_idle(q))
 			return false;
 		queue_lock(q);
-		node = queue_no_node(q) ? NULL :
+		node = queue_no_node(q) ? NULL : second ? pop_second(q) :
 			__cds_wfs_pop_blocking(&q->stack);
 		queue_unlock(q);
 		if (!node)
@@ -1047,6 +1066,28 @@ bool urcu_wait_wake_one(struct urcu_wait_queue *q)
 		if (wake_node(caa_container_of(node, struct urcu_wait_node, wfs), 0))
 			return true;
 	}
+}
+
+bool urcu_wait_wake_one(struct urcu_wait_queue *q)
+{
+	return wake_one(q, false);
+}
+
+/*
+ * A condition's signal. While the machine is busy its waiters sleep at
+ * once (but a hand-off alone on its queue), so the newest one has no
+ * edge: it is no likelier to be still spinning. Waking it still ties a
+ * pool's work to one thread, and so to the CPU that thread last ran on,
+ * where the kernel wakes it. When that is a CPU the signaler does not
+ * use, every wake-up there preempts another process through an
+ * interrupt, which doubled the woken worker's CPU time per task on the
+ * workplace VM (doc/wait.md, "LIFO order"). Taking the waiter below the
+ * newest lets two threads take turns, and the kernel then places them
+ * as it places pthread_cond's.
+ */
+bool urcu_wait_wake_one_signal(struct urcu_wait_queue *q)
+{
+	return wake_one(q, CMM_LOAD_SHARED(wait_busy));
 }
 
 static struct cds_wfs_head *pop_all(struct urcu_wait_queue *q)

@@ -9,7 +9,8 @@
  *   released the mutex (or by a thread holding it) always finds it: no
  *   wake-up is lost.
  * - urcu_cond_signal() wakes at least one thread among those blocked when it
- *   was called (the most recent one: LIFO, see urcu/wait.h), skipping
+ *   was called (the most recent one: LIFO, see urcu/wait.h; while the
+ *   machine is busy, the one before it when there are two or more), skipping
  *   waiters that already timed out. urcu_cond_broadcast() wakes all of them.
  *   Spurious wake-ups are possible only when a waiter whose wake-up was
  *   consumed fails to re-lock the mutex (the wake-up is passed on).

@@ -3,7 +3,8 @@
  *
  * tests/models/wait.pml - a spin model of the wait-stack handshake
  * (include/urcu/wait.h): waiters that may time out, wakers that pop one node
- * at a time (urcu_wait_wake_one) and skip timed-out nodes, the queue lock
+ * at a time (urcu_wait_wake_one, or the node below the newest as a busy
+ * machine's condition signal does) and skip timed-out nodes, the queue lock
  * that poppers and unlinkers share, and the TEARDOWN handshake.
  *
  * Checked: no waker touches a node after its waiter returned (assertions
@@ -29,6 +30,9 @@
  * BUG_TIMEOUT_LOAD_STORE (wait_bug_timeout.pml): the timeout is decided by a
  * load and a later store instead of one compare-and-swap, so a wake that
  * lands in between is overwritten and lost.
+ * BUG_SECOND_DROPS_NEWEST (wait_bug_second.pml): taking the node below the
+ * newest also drops the newest from the stack: its waiter is never woken
+ * and, timing out, waits for a waker that does not hold its node.
  *
  * CLOSE (wait_close.pml): the lifecycle of the queue itself. Once every
  * waiter has pushed, one closer wakes them all (wake_one until the queue
@@ -167,7 +171,18 @@ again:
 	lock();
 	if
 	:: top == 0 -> unlock(); goto out
-	:: else -> atomic { top--; n = stk[top] }; unlock()	/* CAS on the head */
+	:: top > 0 -> atomic { top--; n = stk[top] }; unlock()	/* CAS on the head */
+	:: top >= 2 ->
+		/*
+		 * A condition's signal on a busy machine takes the node below
+		 * the newest: one store to the newest node's next.
+		 */
+#ifdef BUG_SECOND_DROPS_NEWEST
+		atomic { n = stk[top - 2]; top = top - 2 };
+#else
+		atomic { n = stk[top - 2]; stk[top - 2] = stk[top - 1]; top-- };
+#endif
+		unlock()
 	fi;
 	atomic {
 		assert(!returned[n]);

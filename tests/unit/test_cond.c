@@ -8,6 +8,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -469,6 +471,94 @@ static void test_broadcast_busy(void)
 }
 
 /*
+ * Signals on a busy machine, where a signal wakes the waiter below the
+ * newest (src/wait.c, urcu_wait_wake_one_signal()) and so unlinks a node
+ * from inside the queue: 16 waiters, every other one with deadlines of
+ * 0.1-0.5 ms that keep expiring, so that waiters withdraw their own nodes
+ * next to the ones signals take. Each signal hands over one token: the
+ * tokens taken must add up exactly, and at the end a broadcast must reach
+ * every waiter. A node lost from the queue leaves its waiter asleep for
+ * good, which the bounded join reports.
+ */
+static int sb_tokens, sb_taken, sb_stop, sb_timeouts;
+
+static void *sb_waiter(void *arg)
+{
+	bool timed = (uintptr_t) arg & 1;
+	unsigned int seed = (unsigned int) (uintptr_t) arg;
+	struct timespec dl;
+
+	pthread_mutex_lock(&mutex);
+	for (;;) {
+		while (!sb_tokens && !sb_stop) {
+			if (!timed) {
+				urcu_cond_wait(&cond, &mutex);
+				continue;
+			}
+			dl = deadline_in(CLOCK_REALTIME,
+					100000 + rand_r(&seed) % 400000);
+			if (urcu_cond_timedwait(&cond, &mutex, &dl) == ETIMEDOUT)
+				sb_timeouts++;
+		}
+		if (!sb_tokens)
+			break;
+		sb_tokens--;
+		sb_taken++;
+		/* Let the others queue up meanwhile. */
+		pthread_mutex_unlock(&mutex);
+		sched_yield();
+		pthread_mutex_lock(&mutex);
+	}
+	pthread_mutex_unlock(&mutex);
+	return NULL;
+}
+
+static void test_signal_busy(void)
+{
+	enum { N = 16 };
+	pthread_t t[N];
+	struct timespec dl;
+	int64_t end;
+	int i, sent = 0, hung = 0, done;
+
+	hogs_start();
+	memset(&cond, 0, sizeof(cond));
+	sb_tokens = sb_taken = sb_stop = sb_timeouts = 0;
+	for (i = 0; i < N; i++)
+		pthread_create(&t[i], NULL, sb_waiter, (void *) (uintptr_t) i);
+	/* Long enough for the process to see the machine busy (20-30 ms). */
+	end = now_ns(CLOCK_MONOTONIC) + 400000000;
+	while (now_ns(CLOCK_MONOTONIC) < end) {
+		pthread_mutex_lock(&mutex);
+		sb_tokens++;
+		pthread_mutex_unlock(&mutex);
+		urcu_cond_signal(&cond);
+		sent++;
+		if (!(sent % 8))
+			usleep(50);
+	}
+	done = reach_within(&sb_taken, sent);
+	pthread_mutex_lock(&mutex);
+	sb_stop = 1;
+	urcu_cond_broadcast(&cond);
+	pthread_mutex_unlock(&mutex);
+	dl = deadline_in(CLOCK_REALTIME, 10000000000LL);
+	for (i = 0; i < N; i++)
+		if (pthread_timedjoin_np(t[i], NULL, &dl))
+			hung++;
+	hogs_stop();
+	ok(done && !hung && sb_taken == sent && !sb_tokens,
+		"%d signals to %d waiters, half of them timing out, with every "
+		"CPU busy: each token taken once, every waiter woken at the end "
+		"(%d taken, %d timeouts, %d hung)", sent, N, sb_taken,
+		sb_timeouts, hung);
+	if (!hung)
+		ok(urcu_cond_destroy(&cond) == 0, "destroy after the busy signals");
+	else
+		ok(0, "destroy after the busy signals: threads still wait");
+}
+
+/*
  * Hand-offs on a busy machine (a hog on every CPU): pairs of threads pass a
  * turn back and forth, through a condition per side or an event count per
  * side. Each waiter has just woken its partner and is alone on its queue,
@@ -700,12 +790,13 @@ static void test_owner_blocked(int use_ec)
 
 int main(void)
 {
-	plan_tests(45);
+	plan_tests(47);
 	test_errors();
 	test_timeouts();
 	test_signal_broadcast();
 	test_broadcast_sizes();
 	test_broadcast_busy();
+	test_signal_busy();
 	test_handoff_busy(false);
 	test_handoff_busy(true);
 	test_wait_ops();
