@@ -1041,6 +1041,10 @@ static struct cds_wfs_node *pop_second(struct urcu_wait_queue *q)
 	if (!second)
 		return __cds_wfs_pop_blocking(&q->stack);
 	next = cds_wfs_next_blocking(second);
+	/*
+	 * Read by the next lock holder only: published by the barrier in
+	 * queue_unlock(), which pairs with the cmpxchg in queue_lock().
+	 */
 	CMM_STORE_SHARED(top->next,
 			next ? next : (struct cds_wfs_node *) CDS_WFS_END);
 	return second;
@@ -1056,8 +1060,12 @@ static bool wake_one(struct urcu_wait_queue *q, bool second)
 		if (queue_idle(q))
 			return false;
 		queue_lock(q);
-		node = queue_no_node(q) ? NULL : second ? pop_second(q) :
-			__cds_wfs_pop_blocking(&q->stack);
+		if (queue_no_node(q))
+			node = NULL;
+		else if (second)
+			node = pop_second(q);
+		else
+			node = __cds_wfs_pop_blocking(&q->stack);
 		queue_unlock(q);
 		if (!node)
 			return false;

@@ -303,11 +303,30 @@ static void *cond_timed_waiter(void *arg)
 	return NULL;
 }
 
+/*
+ * Set *@flag under the mutex, broadcast, and join the @n threads within
+ * 10 s; returns how many did not return.
+ */
+static int broadcast_join(int *flag, pthread_t *t, int n)
+{
+	struct timespec dl;
+	int i, hung = 0;
+
+	pthread_mutex_lock(&mutex);
+	*flag = 1;
+	urcu_cond_broadcast(&cond);
+	pthread_mutex_unlock(&mutex);
+	dl = deadline_in(CLOCK_REALTIME, 10000000000LL);
+	for (i = 0; i < n; i++)
+		if (pthread_timedjoin_np(t[i], NULL, &dl))
+			hung++;
+	return hung;
+}
+
 static void test_broadcast_sizes(void)
 {
 	static const int sizes[] = { 1, 2, 3, 4, 5, 7, 9, 16, 17, 33 };
 	pthread_t t[33];
-	struct timespec dl;
 	int s, i, n, timed, bad = 0, hung = 0;
 
 	for (s = 0; s < (int) (sizeof(sizes) / sizeof(sizes[0])); s++) {
@@ -323,14 +342,7 @@ static void test_broadcast_sizes(void)
 		}
 		wait_count(&nr_waiting, n - timed);
 		wait_count(&nr_timed_out, timed);
-		pthread_mutex_lock(&mutex);
-		predicate = 1;
-		urcu_cond_broadcast(&cond);
-		pthread_mutex_unlock(&mutex);
-		dl = deadline_in(CLOCK_REALTIME, 10000000000LL);
-		for (i = 0; i < n; i++)
-			if (pthread_timedjoin_np(t[i], NULL, &dl))
-				hung++;
+		hung += broadcast_join(&predicate, t, n);
 		if (hung)
 			break;	/* threads still wait on @cond: keep it */
 		if (nr_woken != n - timed || urcu_cond_destroy(&cond) != 0)
@@ -428,12 +440,20 @@ static void hogs_stop(void)
 	nr_hogs = 0;
 }
 
+/* The condition can be destroyed after @what, unless threads still wait. */
+static void destroy_after(int hung, const char *what)
+{
+	if (!hung)
+		ok(urcu_cond_destroy(&cond) == 0, "destroy after %s", what);
+	else
+		ok(0, "destroy after %s: threads still wait", what);
+}
+
 static void test_broadcast_busy(void)
 {
 	enum { N = 64, ROUNDS = 40 };
 	pthread_t t[N];
-	struct timespec dl;
-	int i, r, hung = 0, rounds_done = 0;
+	int i, r, hung, rounds_done = 0;
 
 	hogs_start();
 	memset(&cond, 0, sizeof(cond));
@@ -451,23 +471,13 @@ static void test_broadcast_busy(void)
 			break;
 		rounds_done = r;
 	}
-	pthread_mutex_lock(&mutex);
-	bb_stop = 1;
-	urcu_cond_broadcast(&cond);
-	pthread_mutex_unlock(&mutex);
-	dl = deadline_in(CLOCK_REALTIME, 10000000000LL);
-	for (i = 0; i < N; i++)
-		if (pthread_timedjoin_np(t[i], NULL, &dl))
-			hung++;
+	hung = broadcast_join(&bb_stop, t, N);
 	hogs_stop();
 	ok(rounds_done == ROUNDS && !hung && bb_woken == N * ROUNDS,
 		"%d broadcasts to %d waiters with every CPU busy: every waiter "
 		"woken each time (%d rounds done, %d wake-ups, %d hung)",
 		ROUNDS, N, rounds_done, bb_woken, hung);
-	if (!hung)
-		ok(urcu_cond_destroy(&cond) == 0, "destroy after the busy rounds");
-	else
-		ok(0, "destroy after the busy rounds: threads still wait");
+	destroy_after(hung, "the busy rounds");
 }
 
 /*
@@ -517,9 +527,8 @@ static void test_signal_busy(void)
 {
 	enum { N = 16 };
 	pthread_t t[N];
-	struct timespec dl;
 	int64_t end;
-	int i, sent = 0, hung = 0, done;
+	int i, sent = 0, hung, done;
 
 	hogs_start();
 	memset(&cond, 0, sizeof(cond));
@@ -538,24 +547,14 @@ static void test_signal_busy(void)
 			usleep(50);
 	}
 	done = reach_within(&sb_taken, sent);
-	pthread_mutex_lock(&mutex);
-	sb_stop = 1;
-	urcu_cond_broadcast(&cond);
-	pthread_mutex_unlock(&mutex);
-	dl = deadline_in(CLOCK_REALTIME, 10000000000LL);
-	for (i = 0; i < N; i++)
-		if (pthread_timedjoin_np(t[i], NULL, &dl))
-			hung++;
+	hung = broadcast_join(&sb_stop, t, N);
 	hogs_stop();
 	ok(done && !hung && sb_taken == sent && !sb_tokens,
 		"%d signals to %d waiters, half of them timing out, with every "
 		"CPU busy: each token taken once, every waiter woken at the end "
 		"(%d taken, %d timeouts, %d hung)", sent, N, sb_taken,
 		sb_timeouts, hung);
-	if (!hung)
-		ok(urcu_cond_destroy(&cond) == 0, "destroy after the busy signals");
-	else
-		ok(0, "destroy after the busy signals: threads still wait");
+	destroy_after(hung, "the busy signals");
 }
 
 /*
