@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <urcu/uatomic.h>
 #include <urcu/cond.h>
@@ -276,6 +277,8 @@ struct pool {
 	unsigned int head, count, nr_workers;
 	unsigned int gap;	/* producer's own work per task, in tasks */
 	unsigned int gaps;	/* the producer's gaps so far */
+	uint64_t period_ns;	/* a fixed arrival rate: one task per period */
+	uint64_t due_ns;	/* when the next task of that schedule arrives */
 	int tasks[POOL_QSIZE];
 	uint64_t queued_ns[POOL_QSIZE];	/* when each task was submitted */
 	int done;
@@ -350,6 +353,7 @@ static int pool_setup(void *arg, unsigned int threads)
 	pl->head = pl->count = 0;
 	pl->done = 0;
 	pl->submitted = pl->executed = 0;
+	pl->due_ns = 0;
 	pthread_mutex_init(&pl->lock, NULL);
 	pthread_cond_init(&pl->p_nonempty, NULL);
 	pthread_cond_init(&pl->p_nonfull, NULL);
@@ -382,10 +386,25 @@ static void pool_teardown(void *arg)
 	pthread_cond_destroy(&pl->p_nonfull);
 }
 
+static void submit(struct pool *pl, int v, uint64_t queued_ns)
+{
+	unsigned int slot;
+
+	pthread_mutex_lock(&pl->lock);
+	while (pl->count == POOL_QSIZE)
+		pool_wait(pl, &pl->p_nonfull, &pl->u_nonfull);
+	slot = (pl->head + pl->count++) % POOL_QSIZE;
+	pl->tasks[slot] = v;
+	pl->queued_ns[slot] = queued_ns;
+	pl->submitted++;
+	pthread_mutex_unlock(&pl->lock);
+	pool_signal(pl, &pl->p_nonempty, &pl->u_nonempty);
+}
+
 static void op_submit(void *arg, uint64_t iters)
 {
 	struct pool *pl = (struct pool *) arg;
-	unsigned int i, slot;
+	unsigned int i;
 
 	while (iters--) {
 		/*
@@ -407,15 +426,42 @@ static void op_submit(void *arg, uint64_t iters)
 			for (i = 0; i < pl->gap; i++)
 				task((int) i);
 		}
-		pthread_mutex_lock(&pl->lock);
-		while (pl->count == POOL_QSIZE)
-			pool_wait(pl, &pl->p_nonfull, &pl->u_nonfull);
-		slot = (pl->head + pl->count++) % POOL_QSIZE;
-		pl->tasks[slot] = (int) iters;
-		pl->queued_ns[slot] = bench_now_ns();
-		pl->submitted++;
-		pthread_mutex_unlock(&pl->lock);
-		pool_signal(pl, &pl->p_nonempty, &pl->u_nonempty);
+		submit(pl, (int) iters, bench_now_ns());
+	}
+}
+
+/*
+ * Tasks that arrive on a fixed schedule, one every period_ns, as a
+ * server's requests do whatever its threads are up to: the producer
+ * sleeps until the next arrival, then submits every task that is due. A
+ * task's latency counts from its arrival on the schedule, so a producer
+ * held up (asleep past its time, or blocked in the condition's signal)
+ * adds its delay to the tasks behind it instead of slowing the arrivals
+ * down. Both conditions then serve the same rate, and the cell compares
+ * what each costs in CPU per task and in latency.
+ */
+static void op_submit_at_rate(void *arg, uint64_t iters)
+{
+	struct pool *pl = (struct pool *) arg;
+	struct timespec ts;
+	uint64_t now = bench_now_ns();
+
+	/* The default 50 us of timer slack would bunch the arrivals. */
+	(void) prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+	if (!pl->due_ns)
+		pl->due_ns = now;
+	while (iters) {
+		if (now < pl->due_ns) {
+			ts.tv_sec = (time_t) (pl->due_ns / 1000000000ULL);
+			ts.tv_nsec = (long) (pl->due_ns % 1000000000ULL);
+			(void) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
+					&ts, NULL);
+			now = bench_now_ns();
+			continue;
+		}
+		submit(pl, (int) iters, pl->due_ns);
+		pl->due_ns += pl->period_ns;
+		iters--;
 	}
 }
 
@@ -582,7 +628,8 @@ static void op_task_alone(void *arg, uint64_t iters)
 }
 
 #define POOL_DEF(label, pl)						\
-	{ .name = label, .op = op_submit, .arg = pl,			\
+	{ .name = label, .arg = pl,					\
+	  .op = (pl)->period_ns ? op_submit_at_rate : op_submit,	\
 	  .setup = pool_setup, .teardown = pool_teardown }
 
 /* A name that lives as long as the program (rows keep pointers). */
@@ -604,10 +651,11 @@ static char *name_of(const char *fmt, ...)
 
 /*
  * Pool rows: pthread_cond, then urcu_cond, with @workers workers and a
- * producer that does @gap tasks' worth of its own work before each task.
+ * producer that does @gap tasks' worth of its own work before each task,
+ * or (@period_ns not 0) submits one task every @period_ns.
  */
 static void add_pool(struct bench *b, const char *group, unsigned int workers,
-		unsigned int gap, unsigned int flags)
+		unsigned int gap, uint64_t period_ns, unsigned int flags)
 {
 	struct pool *pl = calloc(2, sizeof(*pl));
 	char *names[2];
@@ -621,6 +669,7 @@ static void add_pool(struct bench *b, const char *group, unsigned int workers,
 		pl[i].kind = i ? URCU_COND : PTHREAD;
 		pl[i].nr_workers = workers;
 		pl[i].gap = gap;
+		pl[i].period_ns = period_ns;
 		names[i] = name_of("%s_N%u", i ? "urcu_cond" : "pthread_cond",
 			workers);
 	}
@@ -648,6 +697,7 @@ static void add_groups(struct bench *b, unsigned int flags)
 		bc_urcu = { .kind = URCU_COND };
 	static const unsigned int pool_sizes[3] = { 2, 8, 32 };
 	static const unsigned int gaps[3] = { 2, 8, 32 };
+	static const unsigned int rates_k[2] = { 10, 40 };
 	const char *sfx = flags & BENCH_HOG ? "_busy" : "";
 	unsigned int i;
 
@@ -664,11 +714,15 @@ static void add_groups(struct bench *b, unsigned int flags)
 			pingpong, flags);
 	}
 	for (i = 0; i < 3; i++)
-		add_pool(b, GROUP("pool_1us_task"), pool_sizes[i], 0, flags);
+		add_pool(b, GROUP("pool_1us_task"), pool_sizes[i], 0, 0, flags);
 	/* Arrivals slower than the workers: each task finds them waiting. */
 	for (i = 0; i < 3; i++)
 		add_pool(b, name_of("pool_1us_task_every_%uus%s", gaps[i], sfx),
-			8, gaps[i], flags);
+			8, gaps[i], 0, flags);
+	/* Arrivals on a schedule, at a rate both conditions sustain. */
+	for (i = 0; i < 2; i++)
+		add_pool(b, name_of("pool_1us_task_%uk_per_s%s", rates_k[i],
+				sfx), 8, 0, 1000000ULL / rates_k[i], flags);
 	{
 		const struct bench_case ceiling = {
 			.group = GROUP("pool_ceiling"), .name = "tasks_alone",
