@@ -22,6 +22,9 @@
  *   77 us per task between runs (this VM's speed varies: three starts
  *   calibrated the task to 2,450-3,580 loops), and hid what the pool
  *   itself cost;
+ *   pool_1us_task_Nk_per_s: 8 workers, and tasks that arrive on a
+ *   schedule, N thousand per second, whatever the pool is doing; latency
+ *   counts from a task's arrival on it (op_submit_at_rate());
  * - broadcast64: one op is a broadcast to 64 waiters until the last has
  *   run, and their return to waiting;
  * - ec: event-count round trip and notify without waiters, vs ck_ec.
