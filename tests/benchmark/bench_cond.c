@@ -449,8 +449,6 @@ static void op_submit_at_rate(void *arg, uint64_t iters)
 	struct timespec ts;
 	uint64_t now = bench_now_ns();
 
-	/* The default 50 us of timer slack would bunch the arrivals. */
-	(void) prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	if (!pl->due_ns)
 		pl->due_ns = now;
 	while (iters) {
@@ -630,10 +628,21 @@ static void op_task_alone(void *arg, uint64_t iters)
 		task((int) iters);
 }
 
+/* The producer's thread, once per run, before its first op. */
+static void pool_thread_init(void *arg)
+{
+	struct pool *pl = (struct pool *) arg;
+
+	/* The default 50 us of timer slack would bunch scheduled arrivals. */
+	if (pl->period_ns)
+		(void) prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+}
+
 #define POOL_DEF(label, pl)						\
 	{ .name = label, .arg = pl,					\
 	  .op = (pl)->period_ns ? op_submit_at_rate : op_submit,	\
-	  .setup = pool_setup, .teardown = pool_teardown }
+	  .setup = pool_setup, .teardown = pool_teardown,		\
+	  .thread_init = pool_thread_init }
 
 /* A name that lives as long as the program (rows keep pointers). */
 static char *name_of(const char *fmt, ...)
