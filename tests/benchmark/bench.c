@@ -385,7 +385,7 @@ struct bench *bench_init(const char *program, int argc, char **argv)
 	memset(b, 0, sizeof(*b));
 	init_cpus();
 	b->program = program;
-	b->ms = env_ulong("URCU_RSEQ_BENCH_MS", full ? 1000 : 150);
+	b->ms = env_ulong("URCU_RSEQ_BENCH_MS", full ? 1000 : 100);
 	b->reps = (unsigned int) env_ulong("URCU_RSEQ_BENCH_REPS", full ? 11 : 5);
 	if (b->reps > MAX_REPS)
 		b->reps = MAX_REPS;

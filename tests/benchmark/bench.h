@@ -8,7 +8,7 @@
  * the cases compared to it, all run at each of a list of thread counts.
  * For each case the harness runs @threads threads that call
  * op(arg, n) in batches (n doubles until a batch takes about 20 us) for a
- * fixed time (URCU_RSEQ_BENCH_MS, default 150 ms) after one warm-up run,
+ * fixed time (URCU_RSEQ_BENCH_MS, default 100 ms) after one warm-up run,
  * repeats that URCU_RSEQ_BENCH_REPS times (default 5; BENCH_FULL=1: 1 s
  * and 11 repetitions) and keeps the median of each metric:
  *

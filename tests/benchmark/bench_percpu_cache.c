@@ -10,7 +10,9 @@
  *
  * Built twice: bench_percpu_cache against glibc's malloc, and, where
  * configure found it, bench_percpu_cache_tcmalloc with -DBASELINE_TCMALLOC
- * linked with -ltcmalloc_minimal, whose malloc rows are then tcmalloc's.
+ * linked with -ltcmalloc_minimal, whose malloc rows are then tcmalloc's and
+ * which runs only those and the cache's (the other rows do not depend on
+ * the allocator).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -45,7 +47,10 @@ struct size_arg {
 };
 
 static struct size_arg s64 = { 64, NULL }, s256 = { 256, NULL };
-/* The same with URCU_PERCPU_CACHE_STATS: what exact alloc/free counts cost. */
+/*
+ * The same with URCU_PERCPU_CACHE_STATS: what exact alloc/free counts cost.
+ * Not in the tcmalloc program, whose rows are its baseline and the cache.
+ */
 static struct size_arg s64_stats = { 64, NULL }, s256_stats = { 256, NULL };
 
 struct tls_node {
@@ -133,6 +138,7 @@ static void op_cache(void *arg, uint64_t iters)
 	}
 }
 
+#ifndef BASELINE_TCMALLOC
 static void op_tls(void *arg, uint64_t iters)
 {
 	struct size_arg *a = (struct size_arg *) arg;
@@ -149,6 +155,7 @@ static void op_tls(void *arg, uint64_t iters)
 			tls_free(a->size, o[i]);
 	}
 }
+#endif
 
 /*
  * Producer/consumer: thread 0 allocates and puts objects in a ring,
@@ -367,18 +374,22 @@ int main(int argc, char **argv)
 	static const struct bench_def pair64[] = {
 		{ .name = MALLOC_NAME "_free", .op = op_malloc, .arg = &s64 },
 		{ .name = "urcu_percpu_cache", .op = op_cache, .arg = &s64 },
+#ifndef BASELINE_TCMALLOC
 		{ .name = "urcu_percpu_cache_stats", .op = op_cache,
 			.arg = &s64_stats },
 		{ .name = "thread_local_freelist", .op = op_tls, .arg = &s64,
 			.thread_fini = tls_flush },
+#endif
 	};
 	static const struct bench_def pair256[] = {
 		{ .name = MALLOC_NAME "_free", .op = op_malloc, .arg = &s256 },
 		{ .name = "urcu_percpu_cache", .op = op_cache, .arg = &s256 },
+#ifndef BASELINE_TCMALLOC
 		{ .name = "urcu_percpu_cache_stats", .op = op_cache,
 			.arg = &s256_stats },
 		{ .name = "thread_local_freelist", .op = op_tls, .arg = &s256,
 			.thread_fini = tls_flush },
+#endif
 	};
 	static const struct bench_def pc[] = {
 		{ .name = MALLOC_NAME "_prod_cons", .op = op_pc,
@@ -389,18 +400,24 @@ int main(int argc, char **argv)
 			.arg = pc_args[PC_CACHE], .setup = pc_setup,
 			.teardown = pc_teardown, .thread_arg = pc_thread_arg,
 			.thread_fini = pc_thread_fini },
+#ifndef BASELINE_TCMALLOC
 		{ .name = "thread_local_freelist_prod_cons", .op = op_pc,
 			.arg = pc_args[PC_TLS], .setup = pc_setup,
 			.teardown = pc_teardown, .thread_arg = pc_thread_arg,
 			.thread_fini = pc_thread_fini },
+#endif
 	};
 	static const struct urcu_percpu_cache_attr stats_attr = {
 		.flags = URCU_PERCPU_CACHE_STATS,
 	};
 	int k;
 
-	/* 35 rows: keep the default run near 15 s. */
-	setenv("URCU_RSEQ_BENCH_MS", "100", 0);
+	/*
+	 * 35 rows (the tcmalloc program: 18, its baseline and the cache; the
+	 * stats and free-list rows do not depend on the allocator and run
+	 * here only): keep the default run near 15 s.
+	 */
+	setenv("URCU_RSEQ_BENCH_MS", "70", 0);
 	b = bench_init(PROGRAM, argc, argv);
 	s64.cache = urcu_percpu_cache_create(64, NULL);
 	s256.cache = urcu_percpu_cache_create(256, NULL);

@@ -3,7 +3,7 @@
 # The time-zone preload on a real program: tz_logger (a multi-threaded
 # access-log formatter) at 1, 2, 8 and 32 threads, without and with
 # liburcu-rseq-tz.so, runs alternating, REPS (default 5; BENCH_FULL=1: 11)
-# of MS milliseconds (300; BENCH_FULL=1: 1000) each. Prints the harness's
+# of MS milliseconds (150; BENCH_FULL=1: 1000) each. Prints the harness's
 # rows (name threads ns/op ratio ops/s cpu-ns/op; ns/op is per line per
 # thread), appends them to URCU_RSEQ_BENCH_TSV and every run to
 # URCU_RSEQ_BENCH_SAMPLES when set, and the median with min-max of lines/s.
@@ -12,7 +12,7 @@ top_builddir=${top_builddir:-$(cd "$(dirname "$0")/../.." && pwd)}
 PRELOAD=${URCU_RSEQ_TZ_PRELOAD:-$top_builddir/src/.libs/liburcu-rseq-tz.so}
 LOGGER=${TZ_LOGGER:-$top_builddir/tests/benchmark/tz_logger}
 [ -f "$PRELOAD" ] && [ -x "$LOGGER" ] || { echo "no $PRELOAD or $LOGGER" >&2; exit 1; }
-if [ "${BENCH_FULL:-0}" = 1 ]; then REPS=${REPS:-11}; MS=${MS:-1000}; else REPS=${REPS:-5}; MS=${MS:-300}; fi
+if [ "${BENCH_FULL:-0}" = 1 ]; then REPS=${REPS:-11}; MS=${MS:-1000}; else REPS=${REPS:-5}; MS=${MS:-150}; fi
 export TZ=${TZ:-Europe/Paris}
 prog=bench_tz_logger
 group=tz_logger_lines

@@ -53,11 +53,13 @@ for prog in "$@"; do
 	echo "[run-bench] program $i/$nprog: $name" >&2
 	case $prog in */*) ;; *) prog=./$prog ;; esac
 	# shellcheck disable=SC2086
+	prog_start=$(date +%s)
 	if ! "$prog" ${BENCH_FILTER:-} > "$out/$name.txt"; then
 		failed="$failed $name"
 		echo "[run-bench] $name FAILED" >&2
 	fi
 	cat "$out/$name.txt"
+	echo "[run-bench] $name: $(( $(date +%s) - prog_start )) s" >&2
 done
 elapsed=$(( $(date +%s) - start ))
 if [ -n "$report_only" ]; then
