@@ -258,7 +258,7 @@ uint32_t urcu_ec_prepare(struct urcu_ec *ec)
 		cur = uatomic_cmpxchg(&ec->word, w, w | URCU_EC_WAITERS
 				| (URCU_EC_KEEP << URCU_EC_KEEP_SHIFT));
 		if (cur == w)
-			break;
+			return ec_count(w);	/* the CAS was a full barrier */
 		w = cur;
 	}
 	/*
@@ -272,8 +272,23 @@ uint32_t urcu_ec_prepare(struct urcu_ec *ec)
 
 void urcu_ec_notify_slow(struct urcu_ec *ec)
 {
-	int32_t w = CMM_LOAD_SHARED(ec->word), cur, next, keep;
+	int32_t w, cur, next, keep;
 
+	urcu_rseq_fi_point();	/* after the caller's load of bit 0 */
+	w = CMM_LOAD_SHARED(ec->word);
+	/*
+	 * The caller may have skipped the fence because its own load saw
+	 * bit 0 set (a consumer prepared): then the CAS below is the full
+	 * barrier that orders its publication before the word, and a CAS
+	 * that fails orders it just as well. Seen clear now, without a CAS
+	 * to come, the word may have been read before the publication is
+	 * visible: fence and look again, or a consumer that prepares right
+	 * now could miss both the publication and the notify.
+	 */
+	if (!(w & URCU_EC_WAITERS)) {
+		urcu_ec_fence();
+		w = CMM_LOAD_SHARED(ec->word);
+	}
 	/*
 	 * Count the notify, clear the sleeping bit and spend one of the
 	 * notifies that keep bit 0, in one CAS; the futex wake only if a

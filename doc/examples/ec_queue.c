@@ -4,9 +4,9 @@
  * sleeps on an event count (urcu_ec in urcu/cond.h) while the queue is
  * empty: no mutex anywhere, and no lost wake-up. The consumer reads the
  * count with urcu_ec_prepare() before it checks the queue; a producer
- * enqueues, then calls urcu_ec_notify(), which costs one load when nobody
- * sleeps. A notify between the prepare and the wait makes the wait return
- * at once.
+ * enqueues, then calls urcu_ec_notify(), which costs two loads and a
+ * fence, and no store, when nobody waits. A notify between the prepare and
+ * the wait makes the wait return at once.
  *
  * Exits 0 when the consumer dequeued every item exactly once.
  *

@@ -61,15 +61,15 @@
  * keep bit 0 set, bits 4-31 count the notifies that found bit 0 set.
  * urcu_ec_prepare() sets bit 0 (an atomic operation unless it is set
  * already: a consumer that comes back at every notify pays one every fourth
- * round); urcu_ec_notify() is a full fence and one load when bit 0 is clear
- * (no store: nobody prepared within the last four notifies), else it counts
- * in one CAS, and issues the futex wake only if bit 1 was set (consumers
- * still spinning cost no system call). urcu_ec_wait() returns as soon as
- * the count differs from @key. Prepare and notify are full barriers; a
- * consumer that prepared before a notify sees all the producer did before
- * the notify once urcu_ec_wait() returns. A consumer that is preempted
- * between prepare and wait for 2^28 notifies may miss one (the count
- * wraps).
+ * round); urcu_ec_notify() is two loads and a full fence when bit 0 is
+ * clear (no store: nobody prepared within the last four notifies), else
+ * it counts in one CAS, its only barrier, and issues the futex wake only
+ * if bit 1 was set (consumers still spinning cost no system call).
+ * urcu_ec_wait() returns as soon as the count differs from @key. Prepare
+ * and notify are full barriers; a consumer that prepared before a notify
+ * sees all the producer did before the notify once urcu_ec_wait() returns.
+ * A consumer that is preempted between prepare and wait for 2^28 notifies
+ * may miss one (the count wraps).
  */
 #ifndef _URCU_COND_H
 #define _URCU_COND_H
@@ -165,9 +165,16 @@ static inline void urcu_ec_fence(void)
 static inline void urcu_ec_notify(struct urcu_ec *ec)
 {
 	/*
-	 * Orders the producer's publication before the load of the flag.
-	 * Pairs with the full barrier in urcu_ec_prepare().
+	 * A consumer prepared: the CAS of urcu_ec_notify_slow() orders the
+	 * publication, no fence before it (a hand-off pays one full barrier
+	 * per notify, not two). Else the fence orders the producer's
+	 * publication before the load of the flag. Both pair with the full
+	 * barrier in urcu_ec_prepare().
 	 */
+	if (CMM_LOAD_SHARED(ec->word) & URCU_EC_WAITERS) {
+		urcu_ec_notify_slow(ec);
+		return;
+	}
 	urcu_ec_fence();
 	if (caa_unlikely(CMM_LOAD_SHARED(ec->word) & URCU_EC_WAITERS))
 		urcu_ec_notify_slow(ec);

@@ -11,7 +11,10 @@
  *   and no ETIMEDOUT comes before its deadline;
  * - timed condition waits with random deadlines on both clocks: never early;
  * - broadcast to 64 waiters wakes all 64; destroy while they wait: EBUSY;
- * - event counts: a lock-free token counter, consumers wait with urcu_ec.
+ * - event counts: a lock-free token counter, consumers wait with urcu_ec;
+ * - event counts as hand-offs: pairs of threads pass a turn published with
+ *   a plain store, one side of every pair waiting on one shared event count
+ *   (notifiers race on it): turns strictly alternate, none is lost.
  * Duration: URCU_RSEQ_STRESS_MS per phase (300 ms by default).
  */
 #include <errno.h>
@@ -364,17 +367,94 @@ static void test_ec(unsigned int nr_threads)
 	ok(ec_stuck == 0, "no consumer slept through a notify (%lu)", ec_stuck);
 }
 
+/*
+ * Phase 6: hand-offs. Each pair passes a turn back and forth; the turn is
+ * a plain store, so the notify's own ordering is all that publishes it.
+ * Side 0 of each pair waits on its own event count, side 1 of every pair
+ * on one shared count that all pairs notify at once, spurious returns
+ * included. The holder bumps the pair's count without atomics: two
+ * holders at once would lose increments.
+ */
+#define NR_PAIRS_MAX	16
+
+static struct handoff_pair {
+	struct urcu_ec ec;	/* side 0 waits here */
+	int turn;		/* the side that holds it */
+	int stop;
+	long rounds;		/* written by the holder only */
+	long done[2];
+} __attribute__((aligned(128))) pairs[NR_PAIRS_MAX];
+static struct urcu_ec pairs_ec;	/* side 1 of every pair waits here */
+static unsigned long handoff_stuck;
+
+static void handoff_worker(struct stress_thread *t)
+{
+	struct handoff_pair *p = &pairs[t->id / 2];
+	int me = t->id % 2;
+	struct urcu_ec *mine = me ? &pairs_ec : &p->ec;
+	struct urcu_ec *theirs = me ? &p->ec : &pairs_ec;
+	struct timespec dl;
+	uint32_t key;
+
+	for (;;) {
+		key = urcu_ec_prepare(mine);
+		if (CMM_LOAD_SHARED(p->stop))
+			return;
+		if (CMM_LOAD_SHARED(p->turn) != me) {
+			dl = ns_to_ts(now_ns(CLOCK_MONOTONIC) + STUCK_NS);
+			if (urcu_ec_wait(mine, key, &dl) == ETIMEDOUT
+					&& (CMM_LOAD_SHARED(p->turn) == me
+						|| CMM_LOAD_SHARED(p->stop)))
+				uatomic_inc(&handoff_stuck);
+			continue;
+		}
+		p->rounds++;
+		p->done[me]++;
+		if (stress_should_stop(t)) {
+			CMM_STORE_SHARED(p->stop, 1);
+			urcu_ec_notify(theirs);
+			return;
+		}
+		CMM_STORE_SHARED(p->turn, !me);
+		urcu_ec_notify(theirs);
+	}
+}
+
+static void test_handoff(unsigned int nr_threads)
+{
+	bool alternate = true;
+	long rounds = 0;
+	unsigned int i;
+
+	nr_threads &= ~1U;
+	if (nr_threads > 2 * NR_PAIRS_MAX)
+		nr_threads = 2 * NR_PAIRS_MAX;
+	stress_run(handoff_worker, NULL, nr_threads, STRESS_FLAGS, NULL);
+	for (i = 0; i < nr_threads / 2; i++) {
+		rounds += pairs[i].rounds;
+		if (pairs[i].rounds != pairs[i].done[0] + pairs[i].done[1]
+				|| pairs[i].done[0] - pairs[i].done[1] < 0
+				|| pairs[i].done[0] - pairs[i].done[1] > 1)
+			alternate = false;
+	}
+	ok(alternate && rounds > 0, "hand-offs over event counts: %ld turns "
+		"in %u pairs, strictly alternating", rounds, nr_threads / 2);
+	ok(handoff_stuck == 0, "no side slept through its turn (%lu)",
+		handoff_stuck);
+}
+
 int main(void)
 {
 	unsigned int n = 2 * stress_nr_cpus() + 2;
 
 	if (n < 6)
 		n = 6;
-	plan_tests(12);
+	plan_tests(14);
 	test_bounded_queue(n);
 	test_wait_stack(n + 1);
 	test_timed(n);
 	test_broadcast();
 	test_ec(n);
+	test_handoff(n);
 	return exit_status();
 }
