@@ -87,15 +87,20 @@
 
 /*
  * Per thread: the spin budget; pauses spun since the last probe and the
- * probe interval; whether the last probe found the CPU crowded.
+ * probe interval; whether the last probe found the CPU crowded. Read by
+ * every wait that spins: initial-exec, as the library's other per-thread
+ * state on fast paths (the dynamic model cost each wait a few
+ * calls to __tls_get_addr).
  */
-static __thread int64_t wait_spin_budget_ns = WAIT_SPIN_INIT_NS;
+static FAST_TLS int64_t wait_spin_budget_ns = WAIT_SPIN_INIT_NS;
 /* Futex wake-up latency, ns (average; racy on purpose: an estimate). */
 static int32_t wait_wake_lat_ns = WAIT_WAKE_LAT_INIT_NS;
-static __thread unsigned int wait_spun, wait_probe_every = WAIT_PROBE_MIN_PAUSES;
-static __thread bool wait_crowded;
+static FAST_TLS unsigned int wait_spun,
+	wait_probe_every = WAIT_PROBE_MIN_PAUSES;
+static FAST_TLS bool wait_crowded;
 /* After a lost slice: waits left on the plain policy, and the next count. */
-static __thread unsigned int wait_no_yield, wait_no_yield_next = WAIT_NO_YIELD_MIN;
+static FAST_TLS unsigned int wait_no_yield,
+	wait_no_yield_next = WAIT_NO_YIELD_MIN;
 /*
  * Hints for the busy-machine rule (WAIT_SPIN_BUSY_NS): the thread woke a
  * waiter since its last wait began; its last urcu_wait_add() found the
