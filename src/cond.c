@@ -258,13 +258,15 @@ uint32_t urcu_ec_prepare(struct urcu_ec *ec)
 		cur = uatomic_cmpxchg(&ec->word, w, w | URCU_EC_WAITERS
 				| (URCU_EC_KEEP << URCU_EC_KEEP_SHIFT));
 		if (cur == w)
-			return ec_count(w);	/* the CAS was a full barrier */
+			return ec_count(w);	/* the CAS was the barrier below */
 		w = cur;
 	}
 	/*
 	 * The flag is visible before the caller reads its condition. Pairs
-	 * with the fence in urcu_ec_notify(). The stack-add fence: on x86-64
-	 * cheaper than mfence, and a hand-off pays it at every round.
+	 * with the notifier's barrier after its publication: the fence in
+	 * urcu_ec_notify(), or the CAS (or fence) in urcu_ec_notify_slow().
+	 * The stack-add fence: on x86-64 cheaper than mfence, and a hand-off
+	 * pays it in the three rounds of four that set no bit.
 	 */
 	urcu_ec_fence();
 	return ec_count(w);
@@ -283,7 +285,8 @@ void urcu_ec_notify_slow(struct urcu_ec *ec)
 	 * that fails orders it just as well. Seen clear now, without a CAS
 	 * to come, the word may have been read before the publication is
 	 * visible: fence and look again, or a consumer that prepares right
-	 * now could miss both the publication and the notify.
+	 * now could miss both the publication and the notify. Pairs with the
+	 * full barrier in urcu_ec_prepare().
 	 */
 	if (!(w & URCU_EC_WAITERS)) {
 		urcu_ec_fence();
